@@ -1,0 +1,93 @@
+import 'reflect-metadata';
+import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import type { Logger } from 'pino';
+import type { Clock } from '@usage-monitor/core';
+import type { Settings } from './config/settings.js';
+import type { Database } from './persistence/orm.js';
+import type { PluginRegistry } from './plugins/registry.js';
+import { AdminAuthService } from './services/admin-auth.js';
+import { ApiTokenService } from './services/api-tokens.js';
+import { ConnectionService } from './services/connections.js';
+import { CredentialCipher } from './services/crypto.js';
+import { ProviderRunner } from './services/provider-runner.js';
+
+/**
+ * Dependency injection lives here only. Services are plain classes; each is registered with a
+ * factory that names every dependency explicitly, so nothing depends on emitted decorator metadata
+ * (tsx and esbuild drop it).
+ */
+export const TOKENS = {
+  settings: Symbol('Settings'),
+  logger: Symbol('Logger'),
+  clock: Symbol('Clock'),
+  db: Symbol('Database'),
+  registry: Symbol('PluginRegistry'),
+  cipher: Symbol('CredentialCipher'),
+  runner: Symbol('ProviderRunner'),
+  auth: Symbol('AdminAuthService'),
+  apiTokens: Symbol('ApiTokenService'),
+  connections: Symbol('ConnectionService'),
+} as const;
+
+/** What route handlers receive. */
+export interface Services {
+  settings: Settings;
+  logger: Logger;
+  clock: Clock;
+  db: Database;
+  registry: PluginRegistry;
+  auth: AdminAuthService;
+  apiTokens: ApiTokenService;
+  connections: ConnectionService;
+  version: string;
+}
+
+export interface ContainerInput {
+  settings: Settings;
+  logger: Logger;
+  clock: Clock;
+  db: Database;
+  registry: PluginRegistry;
+  cipher: CredentialCipher;
+}
+
+export function createContainer(input: ContainerInput): DependencyContainer {
+  const c = rootContainer.createChildContainer();
+  c.register(TOKENS.settings, { useValue: input.settings });
+  c.register(TOKENS.logger, { useValue: input.logger });
+  c.register(TOKENS.clock, { useValue: input.clock });
+  c.register(TOKENS.db, { useValue: input.db });
+  c.register(TOKENS.registry, { useValue: input.registry });
+  c.register(TOKENS.cipher, { useValue: input.cipher });
+  const single = <T>(token: symbol, factory: (d: DependencyContainer) => T) => {
+    let instance: T | undefined;
+    c.register(token, { useFactory: (d) => (instance ??= factory(d)) });
+  };
+  single(TOKENS.runner, (d) => new ProviderRunner(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock)));
+  single(TOKENS.apiTokens, (d) => new ApiTokenService(d.resolve(TOKENS.db), d.resolve(TOKENS.clock)));
+  single(
+    TOKENS.auth,
+    (d) =>
+      new AdminAuthService(d.resolve(TOKENS.db), d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.apiTokens)),
+  );
+  single(
+    TOKENS.connections,
+    (d) =>
+      new ConnectionService(d.resolve(TOKENS.db), d.resolve(TOKENS.registry), d.resolve(TOKENS.cipher), d.resolve(TOKENS.clock), d.resolve(TOKENS.runner)),
+  );
+  return c;
+}
+
+export function resolveServices(c: DependencyContainer, version: string): Services {
+  return {
+    settings: c.resolve(TOKENS.settings),
+    logger: c.resolve(TOKENS.logger),
+    clock: c.resolve(TOKENS.clock),
+    db: c.resolve(TOKENS.db),
+    registry: c.resolve(TOKENS.registry),
+    auth: c.resolve(TOKENS.auth),
+    apiTokens: c.resolve(TOKENS.apiTokens),
+    connections: c.resolve(TOKENS.connections),
+    version,
+  };
+}

@@ -1,0 +1,4 @@
+import { Migration20261121000001 } from './Migration20261121000001.js';
+
+/** Ordered list of postgresql migrations; a new migration is appended here and never edited after release. */
+export const postgresqlMigrations = [{ name: 'Migration20261121000001', class: Migration20261121000001 }];

@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { MikroORM as BaseORM, Options } from '@mikro-orm/core';
+import { MikroORM as SqliteORM } from '@mikro-orm/better-sqlite';
+import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import type { EntityManager as KnexEntityManager } from '@mikro-orm/knex';
+import { entities } from './entities/index.js';
+import { sqliteMigrations } from './migrations/sqlite/index.js';
+import { postgresqlMigrations } from './migrations/postgresql/index.js';
+
+export type Dialect = 'sqlite' | 'postgresql';
+
+export interface Database {
+  orm: BaseORM;
+  dialect: Dialect;
+  /** A fresh EntityManager fork; one per request or unit of work. */
+  em(): KnexEntityManager;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+  /** Logs every SQL statement through this function (tests count statements with it). */
+  onQuery?: (sql: string) => void;
+}
+
+/** Opens the database named by the settings: PostgreSQL for postgres:// URLs, else SQLite in DATA_DIR. */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  const common: Partial<Options> = {
+    entities,
+    extensions: [Migrator],
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    ensureDatabase: false,
+    discovery: { warnWhenNoEntities: false },
+    debug: opts.onQuery ? ['query'] : false,
+    ...(opts.onQuery ? { logger: (msg: string) => opts.onQuery!(msg) } : {}),
+  };
+  let orm: BaseORM;
+  let dialect: Dialect;
+  if (opts.databaseUrl) {
+    dialect = 'postgresql';
+    orm = await PostgresORM.init({
+      ...common,
+      clientUrl: opts.databaseUrl,
+      pool: { min: 0, max: 10 },
+      migrations: { migrationsList: postgresqlMigrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
+    } as Parameters<typeof PostgresORM.init>[0]);
+  } else {
+    dialect = 'sqlite';
+    fs.mkdirSync(opts.dataDir, { recursive: true });
+    orm = await SqliteORM.init({
+      ...common,
+      dbName: path.join(opts.dataDir, 'usage-monitor.db'),
+      // WAL lets readers proceed while the poller writes; foreign keys are off by default in SQLite.
+      migrations: { migrationsList: sqliteMigrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
+    } as Parameters<typeof SqliteORM.init>[0]);
+    const conn = orm.em.getConnection() as unknown as { execute(sql: string): Promise<unknown> };
+    await conn.execute('pragma journal_mode = wal');
+    await conn.execute('pragma foreign_keys = on');
+    await conn.execute('pragma busy_timeout = 5000');
+    await conn.execute('pragma synchronous = normal');
+  }
+  return {
+    orm,
+    dialect,
+    em: () => orm.em.fork() as unknown as KnexEntityManager,
+    close: () => orm.close(true),
+  };
+}
+
+/** Applies pending migrations. An upgrade keeps existing data: migrations only add. */
+export async function migrate(db: Database): Promise<string[]> {
+  const migrator = db.orm.getMigrator();
+  const applied = await migrator.up();
+  return applied.map((m) => m.name);
+}

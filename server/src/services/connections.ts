@@ -1,0 +1,278 @@
+import {
+  ConflictError,
+  NotFoundError,
+  ValidationError,
+  type Clock,
+  type ProviderUsage,
+  type ThresholdRule,
+} from '@usage-monitor/core';
+import type { Database } from '../persistence/orm.js';
+import { Connection } from '../persistence/entities/index.js';
+import type { PluginRegistry } from '../plugins/registry.js';
+import { validateWith } from '../http/validation.js';
+import type { CredentialCipher } from './crypto.js';
+import type { ProviderRunner } from './provider-runner.js';
+
+/** API.md "Connection record" (compat). Credentials never appear here. */
+export interface ConnectionRecord {
+  id: number;
+  provider: string;
+  label: string;
+  base_url: string | null;
+  extra: Record<string, unknown>;
+  is_enabled: boolean;
+  is_visible: boolean;
+  display_order: number;
+  alert_thresholds: ThresholdRule[];
+  created_at: string;
+  updated_at: string;
+  api_key_masked: string;
+  available: boolean;
+}
+
+export interface ConnectionInput {
+  provider?: string;
+  label?: string | null;
+  api_key?: string;
+  credentials?: Record<string, unknown>;
+  base_url?: string | null;
+  extra?: Record<string, unknown>;
+  is_enabled?: boolean;
+  is_visible?: boolean;
+  display_order?: number;
+  alert_thresholds?: ThresholdRule[];
+}
+
+export interface TestResult {
+  status: ProviderUsage['status'];
+  summary: string;
+  metrics: ProviderUsage['metrics'];
+  raw: unknown;
+}
+
+const MASK = '••••••••';
+
+export class ConnectionService {
+  constructor(
+    private readonly db: Database,
+    private readonly registry: PluginRegistry,
+    private readonly cipher: CredentialCipher,
+    private readonly clock: Clock,
+    private readonly runner: ProviderRunner,
+  ) {}
+
+  toRecord(c: Connection): ConnectionRecord {
+    return {
+      id: c.id,
+      provider: c.provider,
+      label: c.label,
+      base_url: c.baseUrl,
+      extra: c.settings,
+      is_enabled: c.isEnabled,
+      is_visible: c.isVisible,
+      display_order: c.displayOrder,
+      alert_thresholds: c.alertThresholds,
+      created_at: c.createdAt.toISOString(),
+      updated_at: c.updatedAt.toISOString(),
+      api_key_masked: MASK,
+      available: this.registry.provider(c.provider) !== undefined,
+    };
+  }
+
+  async list(): Promise<ConnectionRecord[]> {
+    const rows = await this.db.em().find(Connection, {}, { orderBy: { displayOrder: 'asc', id: 'asc' } });
+    return rows.map((c) => this.toRecord(c));
+  }
+
+  async get(id: number): Promise<Connection> {
+    const c = await this.db.em().findOne(Connection, { id });
+    if (!c) throw new NotFoundError(`Connection ${id} not found`);
+    return c;
+  }
+
+  /** The stored credentials, decrypted; only for running the plugin. */
+  credentialsOf(c: Connection): Record<string, unknown> {
+    return this.cipher.decryptJson(c.credentials);
+  }
+
+  async create(input: ConnectionInput): Promise<ConnectionRecord> {
+    const providerId = input.provider!;
+    const plugin = this.pluginOrFail(providerId);
+    const credentials = this.checkCredentials(providerId, { ...(input.credentials ?? {}), ...(input.api_key !== undefined ? { api_key: input.api_key } : {}) });
+    const settings = this.checkSettings(providerId, input.extra ?? {});
+    const thresholds = this.checkThresholds(providerId, input.alert_thresholds ?? []);
+    const em = this.db.em();
+    const label = await this.uniqueLabel(providerId, input.label, plugin.plugin.name);
+    const now = this.clock.now();
+    let order = input.display_order;
+    if (order === undefined) {
+      const last = await em.findOne(Connection, {}, { orderBy: { displayOrder: 'desc' }, fields: ['displayOrder'] });
+      order = last ? last.displayOrder + 1 : 0;
+    }
+    const c = em.create(Connection, {
+      provider: providerId,
+      label,
+      credentials: this.cipher.encryptJson(credentials),
+      baseUrl: normalizeBaseUrl(input.base_url),
+      settings,
+      isEnabled: input.is_enabled ?? true,
+      isVisible: input.is_visible ?? true,
+      displayOrder: order,
+      alertThresholds: thresholds,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.flushUnique(em, label);
+    return this.toRecord(c);
+  }
+
+  async update(id: number, input: ConnectionInput): Promise<ConnectionRecord> {
+    const em = this.db.em();
+    const c = await em.findOne(Connection, { id });
+    if (!c) throw new NotFoundError(`Connection ${id} not found`);
+    if (input.credentials !== undefined || input.api_key !== undefined) {
+      // A new credentials object replaces the stored one; a lone api_key replaces only that field.
+      const base = input.credentials ?? this.cipher.decryptJson<Record<string, unknown>>(c.credentials);
+      const next = { ...base, ...(input.api_key !== undefined ? { api_key: input.api_key } : {}) };
+      c.credentials = this.cipher.encryptJson(this.checkCredentials(c.provider, next));
+    }
+    if (input.label !== undefined) {
+      const plugin = this.registry.provider(c.provider);
+      c.label = await this.uniqueLabel(c.provider, input.label, plugin?.plugin.name ?? c.provider, id);
+    }
+    if (input.extra !== undefined) c.settings = this.checkSettings(c.provider, input.extra);
+    if (input.alert_thresholds !== undefined) c.alertThresholds = this.checkThresholds(c.provider, input.alert_thresholds);
+    if (input.base_url !== undefined) c.baseUrl = normalizeBaseUrl(input.base_url);
+    if (input.is_enabled !== undefined) c.isEnabled = input.is_enabled;
+    if (input.is_visible !== undefined) c.isVisible = input.is_visible;
+    if (input.display_order !== undefined) c.displayOrder = input.display_order;
+    c.updatedAt = this.clock.now();
+    await this.flushUnique(em, c.label);
+    return this.toRecord(c);
+  }
+
+  async delete(id: number): Promise<void> {
+    const em = this.db.em();
+    const c = await em.findOne(Connection, { id });
+    if (!c) throw new NotFoundError(`Connection ${id} not found`);
+    await em.transactional(async (tx) => {
+      for (const hook of this.deleteHooks) await hook(tx, id);
+      await tx.nativeDelete(Connection, { id });
+    });
+  }
+
+  /** Later modules (snapshots, observations) register cleanup that runs in the delete's transaction. */
+  readonly deleteHooks: Array<(em: ReturnType<Database['em']>, connectionId: number) => Promise<void>> = [];
+
+  /** Puts the listed connections first, in the given order; the rest keep their relative order after them. */
+  async reorder(ids: number[]): Promise<ConnectionRecord[]> {
+    if (new Set(ids).size !== ids.length) {
+      throw new ValidationError('/body/config_ids must not repeat an id', [{ path: '/body/config_ids', message: 'must not contain duplicates' }]);
+    }
+    const em = this.db.em();
+    await em.transactional(async (tx) => {
+      const all = await tx.find(Connection, {}, { orderBy: { displayOrder: 'asc', id: 'asc' } });
+      const byId = new Map(all.map((c) => [c.id, c]));
+      const unknown = ids.filter((id) => !byId.has(id));
+      if (unknown.length > 0) {
+        throw new ValidationError(`/body/config_ids has unknown ids: ${unknown.join(', ')}`, [
+          { path: '/body/config_ids', message: `unknown ids: ${unknown.join(', ')}` },
+        ]);
+      }
+      const listed = new Set(ids);
+      const ordered = [...ids.map((id) => byId.get(id)!), ...all.filter((c) => !listed.has(c.id))];
+      const now = this.clock.now();
+      ordered.forEach((c, i) => {
+        if (c.displayOrder !== i) {
+          c.displayOrder = i;
+          c.updatedAt = now;
+        }
+      });
+    });
+    return this.list();
+  }
+
+  /** Runs the plugin's credential test with the given (unsaved) input. */
+  async testInput(input: ConnectionInput): Promise<TestResult> {
+    const providerId = input.provider!;
+    const plugin = this.pluginOrFail(providerId);
+    const credentials = this.checkCredentials(providerId, { ...(input.credentials ?? {}), ...(input.api_key !== undefined ? { api_key: input.api_key } : {}) });
+    const settings = this.checkSettings(providerId, input.extra ?? {});
+    return this.runner.test(plugin, { credentials, settings, baseUrl: normalizeBaseUrl(input.base_url) });
+  }
+
+  async testStored(id: number): Promise<TestResult> {
+    const c = await this.get(id);
+    const plugin = this.registry.provider(c.provider);
+    if (!plugin) throw new ConflictError(`The plugin of provider "${c.provider}" is not loaded`);
+    return this.runner.test(plugin, { credentials: this.credentialsOf(c), settings: c.settings, baseUrl: c.baseUrl });
+  }
+
+  private pluginOrFail(providerId: string) {
+    const plugin = this.registry.provider(providerId);
+    if (!plugin) {
+      throw new ValidationError(`/body/provider "${providerId}" is not a loaded provider`, [
+        { path: '/body/provider', message: `unknown provider "${providerId}"; GET /providers lists the loaded ones` },
+      ]);
+    }
+    return plugin;
+  }
+
+  private checkCredentials(providerId: string, credentials: Record<string, unknown>): Record<string, unknown> {
+    const plugin = this.pluginOrFail(providerId).plugin;
+    const copy = structuredClone(credentials);
+    validateWith(plugin.credentials, copy, 'body/credentials');
+    return copy;
+  }
+
+  private checkSettings(providerId: string, settings: Record<string, unknown>): Record<string, unknown> {
+    const plugin = this.registry.provider(providerId)?.plugin;
+    const copy = structuredClone(settings);
+    if (plugin?.settings) validateWith(plugin.settings, copy, 'body/extra');
+    return copy;
+  }
+
+  private checkThresholds(providerId: string, rules: ThresholdRule[]): ThresholdRule[] {
+    const plugin = this.registry.provider(providerId)?.plugin;
+    if (!plugin) return rules;
+    rules.forEach((rule, i) => {
+      const spec = plugin.metrics[rule.metric];
+      if (!spec || spec.unit === 'datetime' || spec.unit === 'text') {
+        throw new ValidationError(`/body/alert_thresholds/${i}/metric "${rule.metric}" is not a numeric metric of ${providerId}`, [
+          { path: `/body/alert_thresholds/${i}/metric`, message: `must be one of: ${Object.keys(plugin.metrics).join(', ')}` },
+        ]);
+      }
+    });
+    return rules;
+  }
+
+  private async uniqueLabel(providerId: string, requested: string | null | undefined, base: string, selfId?: number): Promise<string> {
+    const em = this.db.em();
+    const trimmed = requested?.trim() ?? '';
+    if (trimmed !== '') {
+      const clash = await em.findOne(Connection, { provider: providerId, label: trimmed, ...(selfId ? { id: { $ne: selfId } } : {}) });
+      if (clash) throw new ConflictError(`A ${providerId} connection labelled "${trimmed}" already exists`);
+      return trimmed;
+    }
+    const taken = new Set((await em.find(Connection, { provider: providerId }, { fields: ['label'] })).map((c) => c.label));
+    if (!taken.has(base)) return base;
+    for (let n = 2; ; n++) if (!taken.has(`${base} ${n}`)) return `${base} ${n}`;
+  }
+
+  /** A concurrent insert of the same label loses the race at the unique index: report it as 409. */
+  private async flushUnique(em: ReturnType<Database['em']>, label: string): Promise<void> {
+    try {
+      await em.flush();
+    } catch (err) {
+      if ((err as { name?: string }).name === 'UniqueConstraintViolationException') {
+        throw new ConflictError(`A connection labelled "${label}" already exists`);
+      }
+      throw err;
+    }
+  }
+}
+
+function normalizeBaseUrl(url: string | null | undefined): string | null {
+  if (url === undefined || url === null || url.trim() === '') return null;
+  return url.trim().replace(/\/+$/, '');
+}
