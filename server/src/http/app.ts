@@ -14,6 +14,8 @@ import { metaRoutes } from './routes/meta.js';
 
 export interface AppBundle {
   app: Koa;
+  /** The mounted router: its layers are what Koa really dispatches to. */
+  router: ReturnType<typeof buildRouter>;
   routes: Route[];
   openapi: OpenAPIObject;
 }
@@ -27,15 +29,15 @@ function pascal(id: string): string {
 /** The Koa application (no listen): middleware, the route table, and the OpenAPI document. */
 export function createApp(services: Services, extraRoutes: Route[] = []): AppBundle {
   const { logger, settings } = services;
-  let openapi: OpenAPIObject | undefined;
-  const routes: Route[] = [...metaRoutes(() => openapi!), ...resourceRoutes, ...extraRoutes];
+  // The document route serves the document built from the very list it belongs to.
+  const routes: Route[] = [...metaRoutes(() => openapi), ...resourceRoutes, ...extraRoutes];
 
   const schemas: Record<string, Record<string, unknown>> = {};
   for (const { plugin } of services.registry.listProviders()) {
     schemas[`${pascal(plugin.id)}Credentials`] = plugin.credentials;
     schemas[`${pascal(plugin.id)}Settings`] = plugin.settings ?? { type: 'object', properties: {} };
   }
-  openapi = buildOpenApi(routes, { version: services.version, schemas });
+  const openapi = buildOpenApi(routes, { version: services.version, schemas });
 
   const app = new Koa({ proxy: process.env.TRUST_PROXY === 'true' });
   app.silent = true; // errors are logged by the error middleware, once, with the request id
@@ -113,5 +115,5 @@ export function createApp(services: Services, extraRoutes: Route[] = []): AppBun
   app.use(router.allowedMethods() as unknown as Koa.Middleware);
   app.use(docsMiddleware);
 
-  return { app, routes, openapi };
+  return { app, router, routes, openapi };
 }

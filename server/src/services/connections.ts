@@ -106,7 +106,7 @@ export class ConnectionService {
     const now = this.clock.now();
     let order = input.display_order;
     if (order === undefined) {
-      const last = await em.findOne(Connection, {}, { orderBy: { displayOrder: 'desc' }, fields: ['displayOrder'] });
+      const [last] = await em.find(Connection, {}, { orderBy: { displayOrder: 'desc' }, fields: ['displayOrder'], limit: 1 });
       order = last ? last.displayOrder + 1 : 0;
     }
     const c = em.create(Connection, {
