@@ -88,7 +88,10 @@ export interface FixtureServer {
   close(): Promise<void>;
 }
 
-/** Any string `{{base_url}}` in entries (and in a case's settings and credentials) becomes the server URL. */
+/**
+ * Any string `{{base_url}}` in entries (and in a case's settings and credentials) becomes the
+ * server URL plus the base path: the URL entry paths are relative to, and what ctx.baseUrl is.
+ */
 export const BASE_URL_PLACEHOLDER = '{{base_url}}';
 
 /** Replaces `{{base_url}}` in every string of a JSON value. */
@@ -261,7 +264,7 @@ export async function startFixtureServer(responses: readonly FixtureEntry[], opt
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  entries = responses.map((e, i) => ({ entry: substituteBaseUrl(e, url), name: e.name ?? `#${i + 1}`, served: 0 }));
+  entries = responses.map((e, i) => ({ entry: substituteBaseUrl(e, url + basePath.replace(/\/+$/, '')), name: e.name ?? `#${i + 1}`, served: 0 }));
   let closing: Promise<void> | undefined;
 
   return {
