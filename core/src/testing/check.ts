@@ -472,10 +472,12 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
   const healthyResults: ProviderUsage[] = [];
   const firstRuns = new Map<string, RunOutcome>();
   for (const tc of runnable ? loaded.cases : []) {
-    const credentialProblems = formatProblems(validateSchema(plugin.credentials as Schema, applyDefaults(plugin.credentials, tc.credentials)), 'credentials.json');
-    const settingsProblems = plugin.settings
-      ? formatProblems(validateSchema(plugin.settings as Schema, applyDefaults(plugin.settings, tc.settings)), 'settings.json')
-      : [];
+    // Validated as the server would see them: with {{base_url}} replaced (by a stand-in URL here).
+    const standIn = `http://127.0.0.1:9${tc.basePath}`;
+    const validate = (schema: Schema, value: Record<string, unknown>, file: string) =>
+      formatProblems(validateSchema(schema, applyDefaults(schema, substituteBaseUrl(value, standIn))), file);
+    const credentialProblems = validate(plugin.credentials as Schema, tc.credentials, 'credentials.json');
+    const settingsProblems = plugin.settings ? validate(plugin.settings as Schema, tc.settings, 'settings.json') : [];
     for (const p of [...credentialProblems, ...settingsProblems]) fail(tc.name, 'testcases', `${p} (the server would refuse this connection)`);
 
     const run = await runOnce(plugin, tc, tc.responses, { requestTimeoutMs: timeoutMs, deadlineMs: timeoutMs });
