@@ -237,7 +237,7 @@ export default defineProvider<ClaudeCredentials, ClaudeSettings>({
     properties: {
       auth_base_url: {
         type: 'string',
-        minLength: 1,
+        pattern: '^https?://',
         maxLength: 300,
         default: DEFAULT_AUTH_BASE_URL,
         title: 'Token server',

@@ -250,7 +250,7 @@ export default defineProvider<CodexCredentials, CodexSettings>({
     properties: {
       auth_base_url: {
         type: 'string',
-        minLength: 1,
+        pattern: '^https?://',
         maxLength: 300,
         default: DEFAULT_AUTH_BASE_URL,
         title: 'Auth server',
