@@ -114,9 +114,13 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           const chunks: Buffer[] = [];
           let size = 0;
           res.on('data', (chunk: Buffer) => {
+            if (size > maxBytes) return;
             size += chunk.length;
             if (size > maxBytes) {
-              req.destroy(new UpstreamError(`The response exceeded ${maxBytes} bytes`, res.statusCode));
+              // Reject first: destroying with an error after the response started would surface
+              // as an uncaught 'error' event instead of rejecting this promise.
+              reject(new UpstreamError(`The response exceeded ${maxBytes} bytes`, res.statusCode));
+              req.destroy();
               return;
             }
             chunks.push(chunk);
