@@ -10,3 +10,4 @@ export * from './domain/thresholds.js';
 export * from './http/client.js';
 export * from './http/ssrf.js';
 export * from './redact.js';
+export * from './analytics/index.js';

@@ -10,6 +10,7 @@ import { ApiTokenService } from './services/api-tokens.js';
 import { ConnectionService } from './services/connections.js';
 import { CredentialCipher } from './services/crypto.js';
 import { ProviderRunner } from './services/provider-runner.js';
+import { PrincipalCache } from './services/principal-cache.js';
 
 /**
  * Dependency injection lives here only. Services are plain classes; each is registered with a
@@ -24,6 +25,7 @@ export const TOKENS = {
   registry: Symbol('PluginRegistry'),
   cipher: Symbol('CredentialCipher'),
   runner: Symbol('ProviderRunner'),
+  principalCache: Symbol('PrincipalCache'),
   auth: Symbol('AdminAuthService'),
   apiTokens: Symbol('ApiTokenService'),
   connections: Symbol('ConnectionService'),
@@ -64,11 +66,19 @@ export function createContainer(input: ContainerInput): DependencyContainer {
     c.register(token, { useFactory: (d) => (instance ??= factory(d)) });
   };
   single(TOKENS.runner, (d) => new ProviderRunner(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock)));
-  single(TOKENS.apiTokens, (d) => new ApiTokenService(d.resolve(TOKENS.db), d.resolve(TOKENS.clock)));
+  single(TOKENS.principalCache, () => new PrincipalCache());
+  single(TOKENS.apiTokens, (d) => new ApiTokenService(d.resolve(TOKENS.db), d.resolve(TOKENS.clock), d.resolve(TOKENS.principalCache)));
   single(
     TOKENS.auth,
     (d) =>
-      new AdminAuthService(d.resolve(TOKENS.db), d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.apiTokens)),
+      new AdminAuthService(
+        d.resolve(TOKENS.db),
+        d.resolve(TOKENS.settings),
+        d.resolve(TOKENS.logger),
+        d.resolve(TOKENS.clock),
+        d.resolve(TOKENS.apiTokens),
+        d.resolve(TOKENS.principalCache),
+      ),
   );
   single(
     TOKENS.connections,

@@ -55,6 +55,9 @@ export class Reply {
   ) {}
 }
 
+/** For handlers that answer with bytes that are already JSON. */
+export const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+
 export const reply = (status: number, body?: unknown, headers?: Record<string, string>) => new Reply(status, body, headers);
 
 /** Small helpers for route schemas. */

@@ -1,8 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MikroORM as BaseORM, Options } from '@mikro-orm/core';
-import { MikroORM as SqliteORM } from '@mikro-orm/better-sqlite';
-import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager as KnexEntityManager } from '@mikro-orm/knex';
 import { entities } from './entities/index.js';
@@ -42,6 +40,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   let dialect: Dialect;
   if (opts.databaseUrl) {
     dialect = 'postgresql';
+    // Drivers are imported on demand: a SQLite install never loads the PostgreSQL client, and back.
+    const { MikroORM: PostgresORM } = await import('@mikro-orm/postgresql');
     orm = await PostgresORM.init({
       ...common,
       clientUrl: opts.databaseUrl,
@@ -51,6 +51,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   } else {
     dialect = 'sqlite';
     fs.mkdirSync(opts.dataDir, { recursive: true });
+    const { MikroORM: SqliteORM } = await import('@mikro-orm/better-sqlite');
     orm = await SqliteORM.init({
       ...common,
       dbName: path.join(opts.dataDir, 'usage-monitor.db'),

@@ -84,8 +84,12 @@ async function importPlugin(packageName: string): Promise<unknown> {
     return mod.default;
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(packageName)) {
+    const message = String((err as Error).message);
+    if (code === 'ERR_MODULE_NOT_FOUND' && message.includes(`Cannot find package '${packageName}'`)) {
       throw new PluginLoadError(packageName, 'package not found; install it beside the server or remove it from PLUGINS');
+    }
+    if (code === 'ERR_MODULE_NOT_FOUND' && /[\\/]dist[\\/]/.test(message)) {
+      throw new PluginLoadError(packageName, 'the package is installed but not built (its dist/ is missing); run `npm run build`');
     }
     throw new PluginLoadError(packageName, `failed to import (${(err as Error).message})`);
   }

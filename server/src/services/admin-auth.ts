@@ -7,7 +7,8 @@ import {
   type Clock,
 } from '@usage-monitor/core';
 import type { Database } from '../persistence/orm.js';
-import { AdminCredential, AdminSession } from '../persistence/entities/index.js';
+import { AdminCredential, AdminSession, ApiToken } from '../persistence/entities/index.js';
+import type { PrincipalCache } from './principal-cache.js';
 import type { Settings } from '../config/settings.js';
 import type { Principal } from '../http/auth.js';
 import type { ApiTokenService } from './api-tokens.js';
@@ -33,6 +34,7 @@ export class AdminAuthService {
     private readonly logger: Logger,
     private readonly clock: Clock,
     private readonly apiTokens: ApiTokenService,
+    private readonly cache: PrincipalCache,
   ) {}
 
   private async credential(em = this.db.em()): Promise<AdminCredential> {
@@ -110,6 +112,7 @@ export class AdminAuthService {
   async logout(sessionId: number): Promise<void> {
     const em = this.db.em();
     await em.nativeUpdate(AdminSession, { id: sessionId, revokedAt: null }, { revokedAt: this.clock.now() });
+    this.cache.clear();
   }
 
   async requestReset(): Promise<void> {
@@ -141,23 +144,45 @@ export class AdminAuthService {
       c.updatedAt = now;
       await tx.nativeUpdate(AdminSession, { revokedAt: null }, { revokedAt: now });
     });
+    this.cache.clear();
     this.logger.warn('admin password reset; every earlier session was revoked');
     return this.createSession(this.db.em());
   }
 
   /** Resolves a bearer token to who is calling; unknown, revoked and expired tokens are 401. */
   async principalForToken(token: string): Promise<Principal> {
-    if (token.startsWith('udt_')) return this.apiTokens.authenticate(token);
-    const em = this.db.em();
-    const session = await em.findOne(AdminSession, { tokenHash: sha256(token) });
+    const hash = sha256(token);
     const now = this.clock.now();
+    const hit = this.cache.get(hash, now.getTime());
+    if (hit) {
+      if (now.getTime() - hit.lastUsedWrittenMs > LAST_USED_RESOLUTION_MS) {
+        hit.lastUsedWrittenMs = now.getTime();
+        await this.touch(hit.principal, now);
+      }
+      return hit.principal;
+    }
+    const found = token.startsWith('udt_') ? await this.apiTokens.authenticate(hash) : await this.authenticateSession(hash);
+    if (!found.lastUsedAt || now.getTime() - found.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      await this.touch(found.principal, now);
+    }
+    this.cache.set(hash, found.principal, found.expiresAt?.getTime() ?? null, (found.lastUsedAt ?? now).getTime());
+    return found.principal;
+  }
+
+  private async authenticateSession(tokenHash: string) {
+    const session = await this.db.em().findOne(AdminSession, { tokenHash });
     if (!session) throw new UnauthorizedError('Unknown session token');
     if (session.revokedAt) throw new UnauthorizedError('The session was revoked');
-    if (session.expiresAt.getTime() <= now.getTime()) throw new UnauthorizedError('The session has expired');
-    if (!session.lastUsedAt || now.getTime() - session.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-      await em.nativeUpdate(AdminSession, { id: session.id }, { lastUsedAt: now });
-    }
-    return { kind: 'admin', sessionId: session.id };
+    if (session.expiresAt.getTime() <= this.clock.now().getTime()) throw new UnauthorizedError('The session has expired');
+    const principal: Principal = { kind: 'admin', sessionId: session.id };
+    return { principal, expiresAt: session.expiresAt, lastUsedAt: session.lastUsedAt };
+  }
+
+  /** Records last use, at most once a minute per token, so authenticated reads stay reads. */
+  private async touch(principal: Principal, now: Date): Promise<void> {
+    const em = this.db.em();
+    if (principal.kind === 'admin') await em.nativeUpdate(AdminSession, { id: principal.sessionId }, { lastUsedAt: now });
+    else if (principal.kind === 'token') await em.nativeUpdate(ApiToken, { id: principal.tokenId }, { lastUsedAt: now });
   }
 
   private async createSession(em = this.db.em()): Promise<SessionResponse> {

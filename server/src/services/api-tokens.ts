@@ -4,6 +4,7 @@ import { ApiToken } from '../persistence/entities/index.js';
 import type { Principal } from '../http/auth.js';
 import type { Scope } from '../http/route.js';
 import { randomToken, sha256 } from './crypto.js';
+import type { PrincipalCache } from './principal-cache.js';
 
 export type TokenState = 'active' | 'revoked' | 'expired';
 
@@ -22,12 +23,12 @@ export interface TokenRecord {
 }
 
 const PREFIX_LENGTH = 12; // "udt_" + 8 characters: enough to recognise a token, useless to guess it
-const LAST_USED_RESOLUTION_MS = 60_000;
 
 export class ApiTokenService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly cache: PrincipalCache,
   ) {}
 
   state(t: ApiToken): TokenState {
@@ -91,18 +92,15 @@ export class ApiTokenService {
       t.revokedAt = this.clock.now();
       await em.flush();
     }
+    this.cache.clear();
   }
 
-  async authenticate(token: string): Promise<Principal> {
-    const em = this.db.em();
-    const t = await em.findOne(ApiToken, { tokenHash: sha256(token) });
+  /** Looks a token up by its hash; only active tokens pass. */
+  async authenticate(tokenHash: string): Promise<{ principal: Principal; expiresAt: Date | null; lastUsedAt: Date | null }> {
+    const t = await this.db.em().findOne(ApiToken, { tokenHash });
     if (!t) throw new UnauthorizedError('Unknown API token');
     const state = this.state(t);
     if (state !== 'active') throw new UnauthorizedError(`The API token is ${state}`);
-    const now = this.clock.now();
-    if (!t.lastUsedAt || now.getTime() - t.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-      await em.nativeUpdate(ApiToken, { id: t.id }, { lastUsedAt: now });
-    }
-    return { kind: 'token', tokenId: t.id, scopes: t.scopes as Scope[] };
+    return { principal: { kind: 'token', tokenId: t.id, scopes: t.scopes as Scope[] }, expiresAt: t.expiresAt, lastUsedAt: t.lastUsedAt };
   }
 }

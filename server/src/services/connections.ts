@@ -51,6 +51,7 @@ export interface TestResult {
 }
 
 const MASK = '••••••••';
+const LIST_TTL_MS = 2_000;
 
 export class ConnectionService {
   constructor(
@@ -79,9 +80,33 @@ export class ConnectionService {
     };
   }
 
+  /**
+   * Connections in display order. The list is read on every dashboard refresh and changes only on
+   * admin writes, so it is kept for LIST_TTL_MS; writes in this process drop it at once, and another
+   * process sharing the database sees a change within the TTL.
+   */
   async list(): Promise<ConnectionRecord[]> {
+    return (await this.cachedList()).records;
+  }
+
+  /** The same list, already serialized: the hot GET /configs path sends these bytes as they are. */
+  async listJson(): Promise<Buffer> {
+    const cached = await this.cachedList();
+    return (cached.json ??= Buffer.from(JSON.stringify(cached.records)));
+  }
+
+  private async cachedList(): Promise<{ records: ConnectionRecord[]; json?: Buffer; until: number }> {
+    if (this.listCache && this.listCache.until > Date.now()) return this.listCache;
     const rows = await this.db.em().find(Connection, {}, { orderBy: { displayOrder: 'asc', id: 'asc' } });
-    return rows.map((c) => this.toRecord(c));
+    this.listCache = { records: rows.map((c) => this.toRecord(c)), until: Date.now() + LIST_TTL_MS };
+    return this.listCache;
+  }
+
+  private listCache: { records: ConnectionRecord[]; json?: Buffer; until: number } | null = null;
+
+  /** Every write calls this after it commits. */
+  private changed(): void {
+    this.listCache = null;
   }
 
   async get(id: number): Promise<Connection> {
@@ -123,6 +148,7 @@ export class ConnectionService {
       updatedAt: now,
     });
     await this.flushUnique(em, label);
+    this.changed();
     return this.toRecord(c);
   }
 
@@ -148,6 +174,7 @@ export class ConnectionService {
     if (input.display_order !== undefined) c.displayOrder = input.display_order;
     c.updatedAt = this.clock.now();
     await this.flushUnique(em, c.label);
+    this.changed();
     return this.toRecord(c);
   }
 
@@ -159,6 +186,7 @@ export class ConnectionService {
       for (const hook of this.deleteHooks) await hook(tx, id);
       await tx.nativeDelete(Connection, { id });
     });
+    this.changed();
   }
 
   /** Later modules (snapshots, observations) register cleanup that runs in the delete's transaction. */
@@ -189,6 +217,7 @@ export class ConnectionService {
         }
       });
     });
+    this.changed();
     return this.list();
   }
 

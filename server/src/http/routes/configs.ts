@@ -1,5 +1,5 @@
 import { metricListSchema, thresholdListSchema } from '@usage-monitor/core';
-import { idParam, problemResponses, reply, type Route } from '../route.js';
+import { JSON_TYPE, idParam, problemResponses, reply, type Route } from '../route.js';
 
 const connectionRecord = {
   type: 'object',
@@ -62,7 +62,7 @@ export const configRoutes: Route[] = [
     tags: ['configs'],
     access: { scope: 'configs:read' },
     responses: { 200: { description: 'Connections', schema: { type: 'array', items: connectionRecord } }, ...problemResponses(401, 403) },
-    handler: ({ services }) => services.connections.list(),
+    handler: async ({ services }) => reply(200, await services.connections.listJson(), JSON_TYPE),
   },
   {
     method: 'post',
