@@ -11,6 +11,7 @@ import { ConnectionService } from './services/connections.js';
 import { CredentialCipher } from './services/crypto.js';
 import { ProviderRunner } from './services/provider-runner.js';
 import { PrincipalCache } from './services/principal-cache.js';
+import { OAuthFlowService } from './services/oauth-flows.js';
 
 /**
  * Dependency injection lives here only. Services are plain classes; each is registered with a
@@ -29,6 +30,7 @@ export const TOKENS = {
   auth: Symbol('AdminAuthService'),
   apiTokens: Symbol('ApiTokenService'),
   connections: Symbol('ConnectionService'),
+  oauth: Symbol('OAuthFlowService'),
 } as const;
 
 /** What route handlers receive. */
@@ -41,6 +43,7 @@ export interface Services {
   auth: AdminAuthService;
   apiTokens: ApiTokenService;
   connections: ConnectionService;
+  oauth: OAuthFlowService;
   version: string;
 }
 
@@ -85,6 +88,11 @@ export function createContainer(input: ContainerInput): DependencyContainer {
     (d) =>
       new ConnectionService(d.resolve(TOKENS.db), d.resolve(TOKENS.registry), d.resolve(TOKENS.cipher), d.resolve(TOKENS.clock), d.resolve(TOKENS.runner)),
   );
+  single(
+    TOKENS.oauth,
+    (d) =>
+      new OAuthFlowService(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.registry), d.resolve(TOKENS.connections)),
+  );
   return c;
 }
 
@@ -98,6 +106,7 @@ export function resolveServices(c: DependencyContainer, version: string): Servic
     auth: c.resolve(TOKENS.auth),
     apiTokens: c.resolve(TOKENS.apiTokens),
     connections: c.resolve(TOKENS.connections),
+    oauth: c.resolve(TOKENS.oauth),
     version,
   };
 }
