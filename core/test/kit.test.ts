@@ -337,6 +337,37 @@ describe('descriptor', () => {
   });
 });
 
+describe('robustness', () => {
+  test('a default export that is not a plugin is reported, not thrown', async () => {
+    for (const bad of [null, {}, { ...acme(), credentials: undefined, settings: 'x' }]) {
+      const r = await checkPlugin(bad as unknown as ReturnType<typeof acme>, { dir: cases() });
+      assert.equal(r.ok, false);
+      assert.ok(r.failures.some((f) => f.check === 'descriptor'), lines(r).join('\n'));
+    }
+  });
+
+  test('native buckets and rotated credentials are compared when expected.json lists them', async () => {
+    const files = acmeCases();
+    const expected = files['healthy/expected.json'] as Record<string, unknown>;
+    expected.native = [{ metric: 'Used', window_start: '2026-11-19T00:00:00Z', window_end: '2026-11-20T00:00:00Z', value: 1.25, unit: 'USD' }];
+    expected.credentials = { api_key: 'rotated-key-000000000000' };
+    const r = await checkPlugin(
+      acme({
+        async fetchUsage(ctx) {
+          return {
+            ...(await goodFetch(ctx)),
+            native: [{ metric: 'Used', window_start: '2026-11-19T00:00:00Z', window_end: '2026-11-20T00:00:00Z', value: 1.5, unit: 'USD' }],
+            credentials: { api_key: 'rotated-key-111111111111' },
+          };
+        },
+      }),
+      { dir: cases(files) },
+    );
+    assertCaught(r, 'case', /native buckets differ from expected\.json:\n\s+\[0\] expected .*"value":1\.25.*got .*"value":1\.5/, 'healthy');
+    assertCaught(r, 'case', /credentials \(rotated\): expected \{"api_key":"rotated-key-000000000000"\}/, 'healthy');
+  });
+});
+
 describe('testcases folder', () => {
   test('unmatched requests, unused responses and bad files are reported per case', async () => {
     const files = acmeCases();

@@ -195,7 +195,8 @@ function describeError(e: ErrorSummary): string {
  * `writeOnly` nor a secret-looking name such as `account_id`), and except the fixture URL.
  */
 export function credentialSecrets(plugin: Pick<ProviderPlugin, 'credentials'>, credentials: Record<string, unknown>, baseUrl?: string): string[] {
-  const props = isObject(plugin.credentials.properties) ? plugin.credentials.properties : {};
+  const schema: unknown = plugin.credentials;
+  const props = isObject(schema) && isObject(schema.properties) ? schema.properties : {};
   const out = new Set<string>();
   const walk = (v: unknown) => {
     if (typeof v === 'string') {
@@ -469,22 +470,22 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
   const runnable = isObject(plugin) && typeof plugin.fetchUsage === 'function';
 
   // 3. Every case.
-  const healthyResults: ProviderUsage[] = [];
+  const results: ProviderUsage[] = [];
   const firstRuns = new Map<string, RunOutcome>();
   for (const tc of runnable ? loaded.cases : []) {
+    const before = failures.length;
     // Validated as the server would see them: with {{base_url}} replaced (by a stand-in URL here).
     const standIn = `http://127.0.0.1:9${tc.basePath}`;
     const validate = (schema: Schema, value: Record<string, unknown>, file: string) =>
       formatProblems(validateSchema(schema, applyDefaults(schema, substituteBaseUrl(value, standIn))), file);
-    const credentialProblems = validate(plugin.credentials as Schema, tc.credentials, 'credentials.json');
-    const settingsProblems = plugin.settings ? validate(plugin.settings as Schema, tc.settings, 'settings.json') : [];
+    const credentialProblems = isObject(plugin.credentials) ? validate(plugin.credentials, tc.credentials, 'credentials.json') : [];
+    const settingsProblems = isObject(plugin.settings) ? validate(plugin.settings, tc.settings, 'settings.json') : [];
     for (const p of [...credentialProblems, ...settingsProblems]) fail(tc.name, 'testcases', `${p} (the server would refuse this connection)`);
 
     const run = await runOnce(plugin, tc, tc.responses, { requestTimeoutMs: timeoutMs, deadlineMs: timeoutMs });
     firstRuns.set(tc.name, run);
-    const before = failures.length;
     evaluateCase(tc, run, declared, (check, message) => fail(tc.name, check, maskSecrets(message, run.secrets)));
-    if (run.result && !run.threw) healthyResults.push(run.result);
+    if (run.result && !run.threw) results.push(run.result);
     const summary = run.threw ? summarizeError(run.error) : null;
     cases.push({
       name: tc.name,
@@ -500,7 +501,7 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
   }
 
   // 4. Null preservation, over every case's result.
-  if (runnable && loaded.cases.length > 0 && !healthyResults.some((r) => Array.isArray(r.metrics) && r.metrics.some((m) => isObject(m) && m.value === null))) {
+  if (runnable && loaded.cases.length > 0 && !results.some((r) => Array.isArray(r.metrics) && r.metrics.some((m) => isObject(m) && m.value === null))) {
     fail(
       TESTCASES,
       'null_preservation',
