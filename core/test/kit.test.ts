@@ -127,6 +127,35 @@ describe('metric types and units', () => {
   });
 });
 
+describe('dynamic metrics', () => {
+  test('results are checked against metricsFor(settings) when the plugin has it', async () => {
+    const files = acmeCases();
+    files['healthy/settings.json'] = { unit: 'EUR' };
+    // A plugin whose metric units come from the settings; it forgets to apply them to "Limit".
+    const plugin = {
+      ...acme({
+        settings: { type: 'object', properties: { unit: { type: 'string', default: 'USD' } } },
+        async fetchUsage(ctx) {
+          const unit = (ctx.settings as { unit: string }).unit;
+          const u = toUsage(await readUsage(ctx));
+          return { ...u, metrics: u.metrics.map((m) => (m.label === 'Used' ? { ...m, unit } : m)) };
+        },
+      }),
+      capabilities: { dynamic_metrics: true },
+      metricsFor: (settings: { unit: string }) => ({
+        Used: { type: 'counter', unit: settings.unit, direction: 'increasing' },
+        Limit: { type: 'gauge', unit: settings.unit, direction: 'increasing' },
+        'Resets at': { type: 'gauge', unit: 'datetime', direction: 'increasing' },
+      }),
+    } as unknown as ReturnType<typeof acme>;
+    (files['healthy/expected.json'] as { metrics: Array<{ unit: string; label: string }> }).metrics[0]!.unit = 'EUR';
+    const r = await checkPlugin(plugin, { dir: cases(files) });
+    assertCaught(r, 'metric_specs', /"Limit": unit "USD" differs from the declared unit "EUR"/, 'healthy');
+    // The other cases use the default unit, USD, and pass.
+    assert.ok(!r.failures.some((f) => f.check === 'metric_specs' && f.case !== 'healthy'), lines(r).join('\n'));
+  });
+});
+
 describe('secret leaks', () => {
   test('the api key in the summary', async () => {
     const r = await checkPlugin(

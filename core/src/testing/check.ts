@@ -38,7 +38,10 @@ export const GENERIC_CHECKS = [
   'malformed_json',
   /** ... `{}` with status 200 must throw SchemaDriftError. */
   'missing_fields',
-  /** Returned metrics are declared, with the declared unit and a value of the unit's type. */
+  /**
+   * Returned metrics are declared (by `metricsFor(settings)` for plugins with dynamic metrics), with
+   * the declared unit and a value of the unit's type.
+   */
   'metric_specs',
   /** At least one testcase returns a null metric value (missing data stays null, never 0). */
   'null_preservation',
@@ -348,7 +351,27 @@ interface RunOutcome {
   unmatchedReasons: string[];
   unused: FixtureEntry[];
   secrets: string[];
+  /** The metric specs of this run's settings (see `specsOf`); null when they cannot be computed. */
+  specs: Record<string, MetricSpec> | null;
   durationMs: number;
+}
+
+/**
+ * The metric specs a result is checked against: `metricsFor(settings)` for plugins whose metrics
+ * depend on the connection's settings (`capabilities.dynamic_metrics`), else the declared metrics.
+ * Null when `metricsFor` throws (the settings define no valid metric list).
+ */
+function specsOf(plugin: unknown, settings: Record<string, unknown>): Record<string, MetricSpec> | null {
+  if (!isObject(plugin)) return null;
+  if (typeof plugin.metricsFor === 'function') {
+    try {
+      const specs: unknown = (plugin.metricsFor as (s: unknown) => unknown).call(plugin, settings);
+      return isObject(specs) ? (specs as Record<string, MetricSpec>) : null;
+    } catch {
+      return null;
+    }
+  }
+  return isObject(plugin.metrics) ? (plugin.metrics as Record<string, MetricSpec>) : null;
 }
 
 function capturingLogger(lines: LogLine[]): PluginLogger {
@@ -377,19 +400,23 @@ async function runOnce<C, S>(
     const settings = applyDefaults(plugin.settings ?? {}, substituteBaseUrl(tc.settings, baseUrl)) as Record<string, unknown>;
     const secrets = credentialSecrets(plugin as Pick<ProviderPlugin, 'credentials'>, credentials, server.url);
     const now = new Date(tc.now);
-    const http = createHttpClient({
+    const clock = { now: () => new Date(now) };
+    const clientOptions = {
       timeoutMs: limits.requestTimeoutMs,
       signal: controller.signal,
       secrets,
       userAgent: 'usage-monitor-conformance',
+      // HTTP-date Retry-After values are measured against the case's clock, as against ctx.clock in production.
+      clock,
       ...(plugin.capabilities?.user_supplied_urls === true ? { hostPolicy: { allowedHosts: ['127.0.0.1', 'localhost'] } } : {}),
-    });
+    };
+    const http = createHttpClient(clientOptions);
     const ctx: PluginContext<C, S> = {
       credentials: credentials as C,
       settings: settings as S,
       baseUrl,
       http,
-      clock: { now: () => new Date(now) },
+      clock,
       signal: controller.signal,
       logger: capturingLogger(logs),
     };
@@ -412,6 +439,7 @@ async function runOnce<C, S>(
       unmatchedReasons: server.unmatched.map((u) => `${u.method} ${u.path}${queryText(u.query)}:\n    ${u.reason.split('\n').join('\n    ')}`),
       unused: server.unused(),
       secrets,
+      specs: specsOf(plugin, settings),
       durationMs: Date.now() - started,
     };
   } finally {
@@ -462,7 +490,6 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
   // 1. The descriptor.
   const descriptorProblems = checkDescriptor(plugin);
   for (const p of descriptorProblems) fail(PLUGIN, 'descriptor', p);
-  const declared: Record<string, MetricSpec> = isObject(plugin) && isObject(plugin.metrics) ? plugin.metrics : {};
 
   // 2. The testcases folder.
   const loaded = loadTestCases(options.dir);
@@ -484,7 +511,7 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
 
     const run = await runOnce(plugin, tc, tc.responses, { requestTimeoutMs: timeoutMs, deadlineMs: timeoutMs });
     firstRuns.set(tc.name, run);
-    evaluateCase(tc, run, declared, (check, message) => fail(tc.name, check, maskSecrets(message, run.secrets)));
+    evaluateCase(tc, run, (check, message) => fail(tc.name, check, maskSecrets(message, run.secrets)));
     if (run.result && !run.threw) results.push(run.result);
     const summary = run.threw ? summarizeError(run.error) : null;
     cases.push({
@@ -532,7 +559,7 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
             ? { requestTimeoutMs: hangTimeoutMs, deadlineMs: Math.max(hangTimeoutMs * 10, 1000) }
             : { requestTimeoutMs: timeoutMs, deadlineMs: timeoutMs };
         const run = await runOnce(plugin, base, responses, limits);
-        evaluateGeneric(g, `${entry.name}: ${first.method} ${first.path}`, run, declared, (check, message) =>
+        evaluateGeneric(g, `${entry.name}: ${first.method} ${first.path}`, run, (check, message) =>
           fail(`${base.name} [${g.check}]`, check, maskSecrets(message, run.secrets)),
         );
       }
@@ -550,7 +577,7 @@ export async function checkPlugin<C, S>(plugin: ProviderPlugin<C, S>, options: C
 type Fail = (check: CheckName, message: string) => void;
 
 /** Checks shared by every run: classification, leaks, result shape and metric specs. */
-function commonChecks(run: RunOutcome, declared: Record<string, MetricSpec>, fail: Fail): ErrorSummary | null {
+function commonChecks(run: RunOutcome, fail: Fail): ErrorSummary | null {
   let summary: ErrorSummary | null = null;
   if (run.threw) {
     summary = summarizeError(run.error);
@@ -564,13 +591,14 @@ function commonChecks(run: RunOutcome, declared: Record<string, MetricSpec>, fai
   if (run.result) {
     const shape = resultProblems(run.result);
     for (const p of shape) fail('case', p);
-    if (shape.length === 0) for (const p of checkMetricSpecs(declared, run.result)) fail('metric_specs', p);
+    if (shape.length === 0 && run.specs) for (const p of checkMetricSpecs(run.specs, run.result)) fail('metric_specs', p);
+    if (!run.specs) fail('metric_specs', 'metricsFor(settings) threw or returned no object, but fetchUsage returned a result');
   }
   for (const leak of leaksOf(run.secrets, run.result, run.threw ? run.error : undefined, run.logs)) fail('secret_leak', leak);
   return summary;
 }
 
-function evaluateCase(tc: TestCase, run: RunOutcome, declared: Record<string, MetricSpec>, fail: Fail): void {
+function evaluateCase(tc: TestCase, run: RunOutcome, fail: Fail): void {
   if (!run.settled) {
     fail('case', `fetchUsage did not settle within ${SETTLE_GRACE_MS} ms after ctx.signal was aborted: a plugin must stop when the signal aborts`);
     return;
@@ -579,7 +607,7 @@ function evaluateCase(tc: TestCase, run: RunOutcome, declared: Record<string, Me
   for (const e of run.unused) {
     if (!e.optional) fail('case', `${e.name} (${e.request.method ?? 'GET'} ${e.request.path}) was never requested; mark it "optional": true if that is fine`);
   }
-  const err = commonChecks(run, declared, fail);
+  const err = commonChecks(run, fail);
 
   if (tc.expected) {
     if (err) {
@@ -621,14 +649,14 @@ function evaluateCase(tc: TestCase, run: RunOutcome, declared: Record<string, Me
   }
 }
 
-function evaluateGeneric(g: GenericRun, replaced: string, run: RunOutcome, declared: Record<string, MetricSpec>, fail: Fail): void {
+function evaluateGeneric(g: GenericRun, replaced: string, run: RunOutcome, fail: Fail): void {
   const context = `when the first upstream request (${replaced}) gets ${g.what}`;
   const expected = g.expect.join(' or ');
   if (!run.settled) {
     fail(g.check, `${context}, fetchUsage did not settle, even ${SETTLE_GRACE_MS} ms after ctx.signal was aborted; expected ${expected}`);
     return;
   }
-  const err = commonChecks(run, declared, fail);
+  const err = commonChecks(run, fail);
   if (!err) {
     const r = run.result;
     fail(g.check, `${context}, expected ${expected}, but fetchUsage returned ${isObject(r) ? `a ${String(r.status)} result (summary: ${show(r.summary)}): was the error swallowed?` : show(r)}`);
