@@ -25,8 +25,13 @@ export interface HttpClientOptions {
   /** When set, every hop (including redirects) is checked against the SSRF rules. */
   hostPolicy?: HostPolicy;
   userAgent?: string;
-  /** Secret values to scrub from error messages. */
+  /**
+   * Secret values: scrubbed from error messages, and on a redirect to another host every request
+   * header whose value contains one of them is dropped.
+   */
   secrets?: readonly string[];
+  /** The time `Retry-After` HTTP dates are measured against (the plugin's `ctx.clock`); default the wall clock. */
+  clock?: { now(): Date };
   /** Called once per request with the final outcome (the conformance kit records these). */
   onRequest?: (info: { method: string; url: string; status: number | null; durationMs: number }) => void;
 }
@@ -93,6 +98,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_BYTES;
   const maxRedirects = options.maxRedirects ?? 5;
   const secrets = options.secrets ?? [];
+  // The same minimum length sanitizeMessage uses: shorter strings would match unrelated headers.
+  const headerSecrets = secrets.filter((s) => typeof s === 'string' && s.length >= 4);
   const scrub = (m: string) => sanitizeMessage(m, secrets);
 
   function once(u: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) {
@@ -181,11 +188,14 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       if ([301, 302, 303, 307, 308].includes(res.status) && res.headers.location) {
         if (hop >= maxRedirects) throw new UpstreamError('Too many redirects', res.status);
         const next = new URL(res.headers.location, u);
-        // Never forward credentials to another host.
+        // Never forward credentials to another host: the usual credential headers, and any header
+        // (whatever its name, e.g. a custom `Api-Key`) whose value carries one of the secrets.
         if (next.host !== originalHost) {
           delete headers.authorization;
           delete headers.cookie;
-          for (const k of Object.keys(headers)) if (/^x-.*(key|token)/.test(k)) delete headers[k];
+          for (const [k, v] of Object.entries(headers)) {
+            if (/^x-.*(key|token)/.test(k) || headerSecrets.some((secret) => v.includes(secret))) delete headers[k];
+          }
         }
         if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
           method = 'GET';
@@ -216,15 +226,18 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
 
   async function getJson<T>(url: string, opts: HttpRequestOptions = {}): Promise<T> {
     const res = await request(url, opts);
-    throwForStatus(res, scrub);
+    throwForStatus(res, scrub, options.clock?.now() ?? new Date());
     return res.json<T>();
   }
 
   return { request, getJson };
 }
 
-/** Classifies a non-2xx response into the closed error set. */
-export function throwForStatus(res: HttpResponse, scrub: (m: string) => string = (m) => sanitizeMessage(m)): void {
+/**
+ * Classifies a non-2xx response into the closed error set. `now` is the time an HTTP-date
+ * `Retry-After` is measured against (pass `ctx.clock.now()`); default the wall clock.
+ */
+export function throwForStatus(res: HttpResponse, scrub: (m: string) => string = (m) => sanitizeMessage(m), now: Date = new Date()): void {
   if (res.status >= 200 && res.status < 300) return;
   const detail = upstreamMessage(res.text);
   const suffix = detail ? `: ${scrub(detail)}` : '';
@@ -232,7 +245,7 @@ export function throwForStatus(res: HttpResponse, scrub: (m: string) => string =
     throw new AuthError(`The provider rejected the credentials (HTTP ${res.status})${suffix}`, res.status);
   }
   if (res.status === 429) {
-    throw new RateLimitedError(`The provider rate-limited the request (HTTP 429)${suffix}`, parseRetryAfter(res.headers['retry-after']));
+    throw new RateLimitedError(`The provider rate-limited the request (HTTP 429)${suffix}`, parseRetryAfter(res.headers['retry-after'], now));
   }
   if (res.status === 408 || res.status === 504) {
     throw new TimeoutError(`The provider timed out (HTTP ${res.status})`);

@@ -52,6 +52,7 @@ export function buildPluginContext(
     timeoutMs: opts.timeoutMs,
     signal,
     secrets,
+    clock: opts.clock,
     userAgent: 'usage-monitor/0.1 (+self-hosted)',
     ...(needsHostGuard(plugin) ? { hostPolicy: { allowedHosts: opts.allowedHosts } } : {}),
   });
