@@ -56,11 +56,19 @@ export function checkProviderSemantics(plugin: {
   fetchUsage?: unknown;
   testCredentials?: unknown;
   auth?: { kind?: string; device?: unknown; browser?: unknown };
+  metricsFor?: unknown;
+  capabilities?: Record<string, boolean | undefined>;
 }): string[] {
   const problems: string[] = [];
   if (typeof plugin.fetchUsage !== 'function') problems.push('fetchUsage: must be a function');
   if (plugin.testCredentials !== undefined && typeof plugin.testCredentials !== 'function') {
     problems.push('testCredentials: must be a function when present');
+  }
+  if (plugin.capabilities?.dynamic_metrics === true && typeof plugin.metricsFor !== 'function') {
+    problems.push('metricsFor: must be a function when capabilities.dynamic_metrics is set');
+  }
+  if (plugin.metricsFor !== undefined && plugin.capabilities?.dynamic_metrics !== true) {
+    problems.push('capabilities.dynamic_metrics: must be true when the plugin implements metricsFor');
   }
   const metrics = plugin.metrics ?? {};
   const labels = Object.keys(metrics);

@@ -72,6 +72,8 @@ export type ProviderAuth =
 
 export interface ProviderCapabilities {
   native_history?: boolean;
+  /** The plugin's metrics are defined by each connection's settings; it implements `metricsFor`. */
+  dynamic_metrics?: boolean;
   [key: string]: boolean | undefined;
 }
 
@@ -93,10 +95,28 @@ export interface ProviderPlugin<Credentials = Record<string, unknown>, Settings 
   auth?: ProviderAuth;
   /** Declared metrics by label, in display order. */
   metrics: Record<string, MetricSpec>;
+  /**
+   * Per-connection metric specs for plugins whose metrics are defined by the connection's settings
+   * (declare `capabilities.dynamic_metrics`); when present, the static `metrics` is only a
+   * placeholder. Returns the specs by label, in display order, for the given (schema-validated)
+   * settings; throws ConfigError when the settings define an inconsistent metric list.
+   */
+  metricsFor?(settings: Settings): Record<string, MetricSpec>;
   capabilities?: ProviderCapabilities;
   fetchUsage(ctx: PluginContext<Credentials, Settings>): Promise<ProviderUsage>;
   /** Checks credentials; defaults to `fetchUsage`. */
   testCredentials?(ctx: PluginContext<Credentials, Settings>): Promise<ProviderUsage>;
+}
+
+/**
+ * The metric specs of one connection: `metricsFor(settings)` for plugins with dynamic metrics, else
+ * the plugin's declared `metrics`. Every spec lookup by (connection, label) goes through this.
+ */
+export function specsFor<Settings>(
+  plugin: { metrics: Record<string, MetricSpec>; metricsFor?(settings: Settings): Record<string, MetricSpec> },
+  settings: Settings,
+): Record<string, MetricSpec> {
+  return typeof plugin.metricsFor === 'function' ? plugin.metricsFor(settings) : plugin.metrics;
 }
 
 /** Declares a provider plugin; a package's default export. */

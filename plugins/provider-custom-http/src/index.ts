@@ -11,7 +11,6 @@ import {
   type MetricSpec,
   type MetricType,
   type MetricWindow,
-  type ProviderPlugin,
 } from '@usage-monitor/core';
 
 interface Credentials {
@@ -37,15 +36,6 @@ export interface Settings {
   auth_header?: string;
   auth_template?: string;
   metrics: MetricConfig[];
-}
-
-/**
- * Contract extension (see README): the metrics of a custom HTTP connection are defined by its
- * settings, so the plugin declares `capabilities.dynamic_metrics` and a `metricsFor(settings)`
- * that returns the connection's MetricSpecs. The static `metrics` is only a placeholder.
- */
-export interface DynamicMetricsProvider<C, S> extends ProviderPlugin<C, S> {
-  metricsFor(settings: S): Record<string, MetricSpec>;
 }
 
 /** `data.credits.remaining`, `items[0].value`, `[2].count`: keys separated by dots, array indexes in brackets. */
@@ -157,7 +147,9 @@ const plugin = defineProvider<Credentials, Settings>({
   metrics: {
     Value: { type: 'gauge', unit: 'value', direction: 'increasing', description: 'Placeholder: a custom HTTP connection returns the metrics its settings define (capabilities.dynamic_metrics, metricsFor)' },
   },
+  // The metrics of a connection are defined by its settings (core's dynamic metrics contract, see README).
   capabilities: { native_history: false, user_supplied_urls: true, dynamic_metrics: true },
+  metricsFor,
 
   async fetchUsage(ctx) {
     const s = ctx.settings;
@@ -198,4 +190,4 @@ const plugin = defineProvider<Credentials, Settings>({
   },
 });
 
-export default Object.assign(plugin, { metricsFor }) as DynamicMetricsProvider<Credentials, Settings>;
+export default plugin;

@@ -1,8 +1,13 @@
 import {
+  ConfigError,
   ConflictError,
   NotFoundError,
   ValidationError,
+  checkProviderSemantics,
+  specsFor,
   type Clock,
+  type MetricSpec,
+  type ProviderPlugin,
   type ProviderUsage,
   type ThresholdRule,
 } from '@usage-monitor/core';
@@ -125,7 +130,7 @@ export class ConnectionService {
     const plugin = this.pluginOrFail(providerId);
     const credentials = this.checkCredentials(providerId, { ...(input.credentials ?? {}), ...(input.api_key !== undefined ? { api_key: input.api_key } : {}) });
     const settings = this.checkSettings(providerId, input.extra ?? {});
-    const thresholds = this.checkThresholds(providerId, input.alert_thresholds ?? []);
+    const thresholds = this.checkThresholds(providerId, input.alert_thresholds ?? [], settings);
     const em = this.db.em();
     const label = await this.uniqueLabel(providerId, input.label, plugin.plugin.name);
     const now = this.clock.now();
@@ -167,7 +172,10 @@ export class ConnectionService {
       c.label = await this.uniqueLabel(c.provider, input.label, plugin?.plugin.name ?? c.provider, id);
     }
     if (input.extra !== undefined) c.settings = this.checkSettings(c.provider, input.extra);
-    if (input.alert_thresholds !== undefined) c.alertThresholds = this.checkThresholds(c.provider, input.alert_thresholds);
+    // New settings can change the metrics (dynamic metrics): the kept rules are checked against them too.
+    if (input.alert_thresholds !== undefined || input.extra !== undefined) {
+      c.alertThresholds = this.checkThresholds(c.provider, input.alert_thresholds ?? c.alertThresholds, c.settings, input.alert_thresholds === undefined);
+    }
     if (input.base_url !== undefined) c.baseUrl = normalizeBaseUrl(input.base_url);
     if (input.is_enabled !== undefined) c.isEnabled = input.is_enabled;
     if (input.is_visible !== undefined) c.isVisible = input.is_visible;
@@ -261,14 +269,23 @@ export class ConnectionService {
     return copy;
   }
 
-  private checkThresholds(providerId: string, rules: ThresholdRule[]): ThresholdRule[] {
+  /**
+   * Checks threshold rules against the connection's metric specs (`specsFor`: a dynamic-metrics
+   * plugin derives them from the settings, so bad metric definitions are a 400 on /body/extra).
+   * `kept` says the rules are the stored ones, re-checked because the settings changed.
+   */
+  private checkThresholds(providerId: string, rules: ThresholdRule[], settings: Record<string, unknown>, kept = false): ThresholdRule[] {
     const plugin = this.registry.provider(providerId)?.plugin;
     if (!plugin) return rules;
+    const specs = connectionSpecs(plugin, settings);
+    const numeric = Object.keys(specs).filter((l) => specs[l]!.unit !== 'datetime' && specs[l]!.unit !== 'text');
     rules.forEach((rule, i) => {
-      const spec = plugin.metrics[rule.metric];
+      const spec = Object.hasOwn(specs, rule.metric) ? specs[rule.metric] : undefined;
       if (!spec || spec.unit === 'datetime' || spec.unit === 'text') {
-        throw new ValidationError(`/body/alert_thresholds/${i}/metric "${rule.metric}" is not a numeric metric of ${providerId}`, [
-          { path: `/body/alert_thresholds/${i}/metric`, message: `must be one of: ${Object.keys(plugin.metrics).join(', ')}` },
+        const path = kept ? '/body/extra' : `/body/alert_thresholds/${i}/metric`;
+        const what = kept ? `the stored alert threshold on "${rule.metric}" refers to` : `/body/alert_thresholds/${i}/metric "${rule.metric}" is`;
+        throw new ValidationError(`${what} not a numeric metric of this ${providerId} connection`, [
+          { path, message: `${kept ? `alert threshold "${rule.metric}": ` : ''}must be one of: ${numeric.join(', ')}` },
         ]);
       }
     });
@@ -299,6 +316,28 @@ export class ConnectionService {
       throw err;
     }
   }
+}
+
+/**
+ * The metric specs of a connection with these (validated) settings. A plugin with dynamic metrics
+ * derives them from the settings: a ConfigError, or a list that breaks the descriptor rules, is a
+ * 400 on /body/extra.
+ */
+export function connectionSpecs(plugin: ProviderPlugin, settings: Record<string, unknown>): Record<string, MetricSpec> {
+  const invalid = (message: string, field?: string) =>
+    new ValidationError(`/body/extra${field ? `/${field}` : ''}: ${message}`, [{ path: `/body/extra${field ? `/${field}` : ''}`, message }]);
+  let specs: Record<string, MetricSpec>;
+  try {
+    specs = specsFor(plugin, settings);
+  } catch (err) {
+    if (err instanceof ConfigError) throw invalid(err.message, err.field);
+    throw err;
+  }
+  if (specs === plugin.metrics) return specs;
+  if (!specs || typeof specs !== 'object' || Object.keys(specs).length === 0) throw invalid('the settings define no metrics');
+  const problems = checkProviderSemantics({ metrics: specs, fetchUsage: plugin.fetchUsage });
+  if (problems.length > 0) throw invalid(problems.join('; '));
+  return specs;
 }
 
 function normalizeBaseUrl(url: string | null | undefined): string | null {

@@ -1,17 +1,21 @@
-import { isNumericSpec, metricSpecSchema, type ProviderPlugin } from '@usage-monitor/core';
+import { isNumericSpec, metricSpecSchema, type MetricSpec, type ProviderPlugin } from '@usage-monitor/core';
 import type { Route } from '../route.js';
 
 /** GET /providers row (API.md, compat fields first). */
 export function providerInfo(p: ProviderPlugin) {
-  const labels = Object.keys(p.metrics);
+  // A dynamic-metrics plugin's declared metrics are a placeholder: its connections' metrics come
+  // from their settings (metricsFor), so none are published here (capabilities.dynamic_metrics says so).
+  const dynamic = p.capabilities?.dynamic_metrics === true;
+  const specs: Record<string, MetricSpec> = dynamic ? {} : p.metrics;
+  const labels = Object.keys(specs);
   return {
     id: p.id,
     name: p.name,
     description: p.description,
     metrics: labels,
     alert_metrics: labels
-      .filter((l) => p.metrics[l]!.alertable ?? isNumericSpec(p.metrics[l]!))
-      .map((l) => ({ metric: l, label: l, unit: p.metrics[l]!.unit, direction: p.metrics[l]!.direction })),
+      .filter((l) => specs[l]!.alertable ?? isNumericSpec(specs[l]!))
+      .map((l) => ({ metric: l, label: l, unit: specs[l]!.unit, direction: specs[l]!.direction })),
     icon: p.icon ?? null,
     docs_url: p.docsUrl ?? null,
     default_base_url: p.defaultBaseUrl,
@@ -21,7 +25,7 @@ export function providerInfo(p: ProviderPlugin) {
     },
     credentials_schema: p.credentials,
     settings_schema: p.settings ?? { type: 'object', properties: {} },
-    metric_specs: p.metrics,
+    metric_specs: specs,
     capabilities: { native_history: false, oauth: p.auth?.kind === 'oauth', ...(p.capabilities ?? {}) },
   };
 }
@@ -48,7 +52,11 @@ export const providerInfoSchema = {
     auth: { type: 'object', required: ['kind'], properties: { kind: { enum: ['api_key', 'oauth'] }, flows: { type: 'array', items: { enum: ['device', 'browser'] } } } },
     credentials_schema: { type: 'object' },
     settings_schema: { type: 'object' },
-    metric_specs: { type: 'object', additionalProperties: metricSpecSchema },
+    metric_specs: {
+      type: 'object',
+      additionalProperties: metricSpecSchema,
+      description: 'Empty when capabilities.dynamic_metrics is set: each connection defines its metrics in its settings',
+    },
     capabilities: { type: 'object', additionalProperties: { type: 'boolean' } },
   },
 };
