@@ -23,7 +23,8 @@ function sources(dir: string): string[] {
 }
 
 function imports(file: string): string[] {
-  const text = fs.readFileSync(file, 'utf8');
+  // Comments may show imports as examples; only code counts.
+  const text = fs.readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const found: string[] = [];
   for (const m of text.matchAll(/(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g)) {
     found.push((m[1] ?? m[2] ?? m[3])!);

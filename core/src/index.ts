@@ -11,3 +11,4 @@ export * from './http/client.js';
 export * from './http/ssrf.js';
 export * from './redact.js';
 export * from './analytics/index.js';
+export * from './domain/health.js';

@@ -12,6 +12,12 @@ import { CredentialCipher } from './services/crypto.js';
 import { ProviderRunner } from './services/provider-runner.js';
 import { PrincipalCache } from './services/principal-cache.js';
 import { OAuthFlowService } from './services/oauth-flows.js';
+import { PollingStore } from './persistence/polling-store.js';
+import { PollPool } from './polling/pool.js';
+import { PollService } from './services/poll.js';
+import { UsageService } from './services/usage.js';
+import { Scheduler } from './services/scheduler.js';
+import { RetentionService } from './services/retention.js';
 
 /**
  * Dependency injection lives here only. Services are plain classes; each is registered with a
@@ -31,6 +37,12 @@ export const TOKENS = {
   apiTokens: Symbol('ApiTokenService'),
   connections: Symbol('ConnectionService'),
   oauth: Symbol('OAuthFlowService'),
+  polling: Symbol('PollingStore'),
+  pool: Symbol('PollPool'),
+  poll: Symbol('PollService'),
+  usage: Symbol('UsageService'),
+  scheduler: Symbol('Scheduler'),
+  retention: Symbol('RetentionService'),
 } as const;
 
 /** What route handlers receive. */
@@ -44,6 +56,12 @@ export interface Services {
   apiTokens: ApiTokenService;
   connections: ConnectionService;
   oauth: OAuthFlowService;
+  polling: PollingStore;
+  pool: PollPool;
+  poll: PollService;
+  usage: UsageService;
+  scheduler: Scheduler;
+  retention: RetentionService;
   version: string;
 }
 
@@ -93,6 +111,30 @@ export function createContainer(input: ContainerInput): DependencyContainer {
     (d) =>
       new OAuthFlowService(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.registry), d.resolve(TOKENS.connections)),
   );
+  single(TOKENS.polling, (d) => {
+    const store = new PollingStore(d.resolve(TOKENS.db));
+    // A connection's history goes with it, in the delete's transaction.
+    d.resolve<ConnectionService>(TOKENS.connections).deleteHooks.push((em, id) => store.deleteConnectionData(em.getTransactionContext() ?? store.sql.knex, id));
+    return store;
+  });
+  single(TOKENS.pool, (d) => new PollPool(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger)));
+  single(
+    TOKENS.poll,
+    (d) =>
+      new PollService(
+        d.resolve(TOKENS.settings),
+        d.resolve(TOKENS.logger),
+        d.resolve(TOKENS.clock),
+        d.resolve(TOKENS.registry),
+        d.resolve(TOKENS.polling),
+        d.resolve(TOKENS.pool),
+        d.resolve(TOKENS.connections),
+        d.resolve(TOKENS.cipher),
+      ),
+  );
+  single(TOKENS.usage, (d) => new UsageService(d.resolve(TOKENS.clock), d.resolve(TOKENS.registry), d.resolve(TOKENS.polling), d.resolve(TOKENS.poll)));
+  single(TOKENS.scheduler, (d) => new Scheduler(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.polling), d.resolve(TOKENS.poll)));
+  single(TOKENS.retention, (d) => new RetentionService(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.polling)));
   return c;
 }
 
@@ -107,6 +149,12 @@ export function resolveServices(c: DependencyContainer, version: string): Servic
     apiTokens: c.resolve(TOKENS.apiTokens),
     connections: c.resolve(TOKENS.connections),
     oauth: c.resolve(TOKENS.oauth),
+    polling: c.resolve(TOKENS.polling),
+    pool: c.resolve(TOKENS.pool),
+    poll: c.resolve(TOKENS.poll),
+    usage: c.resolve(TOKENS.usage),
+    scheduler: c.resolve(TOKENS.scheduler),
+    retention: c.resolve(TOKENS.retention),
     version,
   };
 }

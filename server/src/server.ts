@@ -110,6 +110,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
       logger.info({ url, database: db.dialect }, 'usage-monitor listening');
     }
+    services.scheduler.start();
+    services.retention.start();
 
     let closing: Promise<void> | null = null;
     const close = () =>
@@ -122,6 +124,11 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
           await done;
           clearTimeout(timer);
         }
+        // Then stop background work: no new polls, finish the ones in flight, close the pool.
+        await services.scheduler.stop();
+        await services.retention.stop();
+        await services.poll.drain();
+        await services.pool.close();
         await db.close();
         logger.info('usage-monitor stopped');
       })());

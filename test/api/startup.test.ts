@@ -89,6 +89,7 @@ describe('startup validation', () => {
       ['PORT', '70000'],
       ['AUTO_POLL_ENABLED', 'maybe'],
       ['AUTO_POLL_INTERVAL_MINUTES', '0'],
+      ['AUTO_POLL_INTERVAL_MINUTES', 'hourly'],
       ['REQUEST_TIMEOUT_SECONDS', '1.5'],
       ['DATABASE_URL', 'mysql://localhost/db'],
       ['LOG_LEVEL', 'loud'],

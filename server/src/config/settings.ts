@@ -51,6 +51,16 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
   return v;
 }
 
+/** A decimal number (AUTO_POLL_INTERVAL_MINUTES may be a fraction: 0.5 is 30 seconds). */
+function decimal(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return def;
+  if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new SettingsError(name, `expected a number, got "${raw}"`);
+  const v = Number(raw);
+  if (v < min || v > max) throw new SettingsError(name, `must be between ${min} and ${max}, got ${v}`);
+  return v;
+}
+
 function bool(env: Env, name: string, def: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return def;
@@ -112,7 +122,7 @@ export function loadSettings(env: Env = process.env, cwd = process.cwd()): Setti
     adminSessionExpireHours: int(env, 'ADMIN_SESSION_EXPIRE_HOURS', 24, 1, 24 * 365),
     adminRecoveryCodeExpireMinutes: int(env, 'ADMIN_RECOVERY_CODE_EXPIRE_MINUTES', 30, 1, 24 * 60),
     autoPollEnabled: bool(env, 'AUTO_POLL_ENABLED', true),
-    autoPollIntervalMinutes: int(env, 'AUTO_POLL_INTERVAL_MINUTES', 60, 1, 7 * 24 * 60),
+    autoPollIntervalMinutes: decimal(env, 'AUTO_POLL_INTERVAL_MINUTES', 60, 0.05, 7 * 24 * 60),
     snapshotRetentionDays: int(env, 'SNAPSHOT_RETENTION_DAYS', 180, 1, 36500),
     analyticsHourlyRetentionDays: int(env, 'ANALYTICS_HOURLY_RETENTION_DAYS', 365, 1, 36500),
     requestTimeoutSeconds: int(env, 'REQUEST_TIMEOUT_SECONDS', 20, 1, 600),

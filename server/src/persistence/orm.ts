@@ -33,8 +33,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     forceUtcTimezone: true,
     ensureDatabase: false,
     discovery: { warnWhenNoEntities: false },
-    debug: opts.onQuery ? ['query'] : false,
-    ...(opts.onQuery ? { logger: (msg: string) => opts.onQuery!(msg) } : {}),
+    debug: false,
   };
   let orm: BaseORM;
   let dialect: Dialect;
@@ -63,6 +62,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     await conn.execute('pragma foreign_keys = on');
     await conn.execute('pragma busy_timeout = 5000');
     await conn.execute('pragma synchronous = normal');
+  }
+  if (opts.onQuery) {
+    // Every statement, from entities and from the query builder alike, passes through knex.
+    const knex = (orm.em.getConnection() as unknown as { getKnex(): { on(e: 'query', f: (q: { sql: string }) => void): void } }).getKnex();
+    knex.on('query', (q) => opts.onQuery!(q.sql));
   }
   return {
     orm,

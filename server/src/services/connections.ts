@@ -114,6 +114,16 @@ export class ConnectionService {
     this.listCache = null;
   }
 
+  /** For writers outside this service (rotated OAuth credentials stored with a poll). */
+  invalidate(): void {
+    this.changed();
+  }
+
+  /** All connection entities in display order (for polling; credentials stay encrypted). */
+  async listEntities(): Promise<Connection[]> {
+    return this.db.em().find(Connection, {}, { orderBy: { displayOrder: 'asc', id: 'asc' } });
+  }
+
   async get(id: number): Promise<Connection> {
     const c = await this.db.em().findOne(Connection, { id });
     if (!c) throw new NotFoundError(`Connection ${id} not found`);

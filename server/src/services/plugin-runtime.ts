@@ -73,9 +73,11 @@ export function buildPluginContext(
 
 /** Removes secrets from what a plugin returned before it is stored or sent anywhere. */
 export function scrubUsage(usage: ProviderUsage, secrets: readonly string[]): ProviderUsage {
+  // Rotated credentials are secrets too: they travel only in `credentials`, never in raw or summary.
+  const all = usage.credentials ? [...secrets, ...secretValues(usage.credentials)] : secrets;
   return {
     ...usage,
-    summary: sanitizeMessage(usage.summary, secrets),
-    raw: usage.raw === undefined ? {} : redactDeep(usage.raw, secrets),
+    summary: typeof usage.summary === 'string' ? sanitizeMessage(usage.summary, all) : usage.summary,
+    raw: usage.raw === undefined ? {} : redactDeep(usage.raw, all),
   };
 }

@@ -1,4 +1,8 @@
 import { Migration20261121000001 } from './Migration20261121000001.js';
+import { Migration20261121000002 } from './Migration20261121000002.js';
 
 /** Ordered list of postgresql migrations; a new migration is appended here and never edited after release. */
-export const postgresqlMigrations = [{ name: 'Migration20261121000001', class: Migration20261121000001 }];
+export const postgresqlMigrations = [
+  { name: 'Migration20261121000001', class: Migration20261121000001 },
+  { name: 'Migration20261121000002', class: Migration20261121000002 },
+];

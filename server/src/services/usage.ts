@@ -1,0 +1,152 @@
+import {
+  computeHealth,
+  evaluateThreshold,
+  mostSevere,
+  type AlertState,
+  type Clock,
+  type Health,
+  type Metric,
+  type MetricSpec,
+  type ThresholdRule,
+  type UsageSnapshot,
+} from '@usage-monitor/core';
+import type { PluginRegistry } from '../plugins/registry.js';
+import type { PollingStore, UsageRow } from '../persistence/polling-store.js';
+import { connectionSpecs, type PollService } from './poll.js';
+
+export interface Alert {
+  metric: string;
+  metric_type: MetricSpec['type'] | null;
+  value: number | null;
+  unit: string | null;
+  direction: ThresholdRule['direction'];
+  alert_state: AlertState;
+  thresholds: { warning: number | null; critical: number | null; exhausted: number | null };
+}
+
+/** GET /usage row (API.md, compat). */
+export interface UsageEntry {
+  config: Record<string, unknown>;
+  latest: UsageSnapshot | null;
+  last_good: UsageSnapshot | null;
+  health: Health;
+  alerts: Alert[];
+  alert_state: AlertState;
+}
+
+const MASK = '••••••••';
+
+/** Current state: health, last-known-good and alerts for every connection, from one query. */
+export class UsageService {
+  constructor(
+    private readonly clock: Clock,
+    private readonly registry: PluginRegistry,
+    private readonly store: PollingStore,
+    private readonly poll: PollService,
+  ) {}
+
+  async usage(): Promise<UsageEntry[]> {
+    const rows = await this.store.usageRows();
+    const now = this.clock.now();
+    return rows.map((row) => this.entry(row, now));
+  }
+
+  private entry(row: UsageRow, now: Date): UsageEntry {
+    const c = row.connection;
+    const provider = String(c.provider);
+    const health = computeHealth({
+      ...row.state,
+      latestFailed: row.latest?.status === 'error',
+      latestError: row.latest?.status === 'error' ? row.latest.error : null,
+      intervalMs: this.poll.intervalMs,
+      now,
+    });
+    const stale = health.status === 'stale';
+    const basis = stale ? row.lastGood : row.latest?.status === 'error' ? null : row.latest;
+    const plugin = this.registry.provider(provider)?.plugin;
+    const specs = plugin ? connectionSpecs(plugin, c.extra as Record<string, unknown>) : {};
+    const alerts = ((c.alert_thresholds as ThresholdRule[]) ?? []).map((rule) => alertFor(rule, basis?.metrics ?? [], specs[rule.metric]));
+    return {
+      config: { ...c, api_key_masked: MASK, available: plugin !== undefined },
+      latest: row.latest,
+      last_good: stale ? row.lastGood : null,
+      health,
+      alerts,
+      alert_state: mostSevere(alerts.map((a) => a.alert_state)),
+    };
+  }
+
+  /** The flat payload of the gethomepage.dev customapi widget (API.md, compat). */
+  async homepage(): Promise<Record<string, unknown>> {
+    const entries = (await this.usage()).filter((e) => e.config.is_enabled);
+    const metrics: Record<string, number | string | null> = {};
+    const list = entries.map((e) => {
+      const provider = String(e.config.provider);
+      const plugin = this.registry.provider(provider)?.plugin;
+      const shown = e.health.status === 'stale' ? e.last_good : e.latest?.status === 'error' ? null : e.latest;
+      for (const m of shown?.metrics ?? []) {
+        metrics[`${slug(provider)}_${slug(String(e.config.label))}_${slug(m.label)}`] = m.value;
+      }
+      const specs = plugin ? connectionSpecs(plugin, e.config.extra as Record<string, unknown>) : {};
+      const status = e.health.status === 'healthy' ? (e.latest?.status ?? 'healthy') : e.health.status;
+      return {
+        provider,
+        config_id: e.config.id,
+        label: `${plugin?.name ?? provider} (${e.config.label})`,
+        value: shown ? shortValue(shown, specs) : (e.health.latest_error ?? 'no data yet'),
+        status,
+      };
+    });
+    const healthy = list.filter((l) => l.status === 'healthy').length;
+    const checks = entries.map((e) => e.health.last_attempt_at).filter((t): t is string => t !== null).sort();
+    return {
+      configured_providers: entries.length,
+      healthy_providers: healthy,
+      degraded_providers: entries.length - healthy,
+      latest_check: checks.at(-1) ?? null,
+      summary: entries.length === 0 ? 'No providers configured' : `${healthy} of ${entries.length} healthy`,
+      metrics,
+      list,
+    };
+  }
+}
+
+function alertFor(rule: ThresholdRule, metrics: Metric[], spec: MetricSpec | undefined): Alert {
+  const m = metrics.find((x) => x.label === rule.metric);
+  const value = typeof m?.value === 'number' ? m.value : null;
+  return {
+    metric: rule.metric,
+    metric_type: spec?.type ?? null,
+    value,
+    unit: m?.unit ?? spec?.unit ?? null,
+    direction: rule.direction,
+    alert_state: evaluateThreshold(rule, value),
+    thresholds: { warning: rule.warning ?? null, critical: rule.critical ?? null, exhausted: rule.exhausted ?? null },
+  };
+}
+
+function slug(s: string): string {
+  return s.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+}
+
+export function formatValue(value: number, unit: string): string {
+  const rounded = Math.abs(value) >= 100 ? Math.round(value) : Math.round(value * 100) / 100;
+  if (unit === 'USD') return `$${rounded.toFixed(Math.abs(value) >= 100 ? 0 : 2)}`;
+  if (unit === 'percent') return `${rounded}%`;
+  return `${rounded.toLocaleString('en-US')} ${unit}`;
+}
+
+/** A short human text for the widget: what is left (remaining, balance, percent left), else the headline, else the summary. */
+function shortValue(s: UsageSnapshot, specs: Record<string, MetricSpec>): string {
+  const numeric = s.metrics.filter((m): m is Metric & { value: number } => typeof m.value === 'number');
+  const of = (label: string) => numeric.find((m) => m.label === label);
+  const byType = (type: MetricSpec['type']) => numeric.find((m) => specs[m.label]?.type === type);
+  const headline = Object.keys(specs).find((l) => specs[l]!.headline);
+  const left = byType('remaining') ?? byType('balance');
+  if (left) return `${formatValue(left.value, left.unit)} left`;
+  const used = numeric.find((m) => specs[m.label]?.type === 'percent_used' && specs[m.label]?.utilization);
+  if (used) return `${formatValue(Math.max(0, 100 - used.value), 'percent')} left`;
+  const h = headline ? of(headline) : undefined;
+  if (h) return formatValue(h.value, h.unit);
+  return s.summary;
+}
