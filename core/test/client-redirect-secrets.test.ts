@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import http from 'node:http';
 import assert from 'node:assert/strict';
 import { RateLimitedError, createHttpClient, throwForStatus, type HttpResponse } from '../src/index.js';
 import { startFixtureServer, type FixtureEntry, type FixtureServer } from '../src/testing/index.js';
@@ -100,4 +101,28 @@ test('throwForStatus takes the time to measure Retry-After against; seconds stay
   assert.throws(() => throwForStatus(res('Fri, 20 Nov 2026 12:00:45 GMT'), undefined, now), (e: unknown) => e instanceof RateLimitedError && e.retryAfterMs === 45_000);
   assert.throws(() => throwForStatus(res('Fri, 20 Nov 2026 11:59:00 GMT'), undefined, now), (e: unknown) => e instanceof RateLimitedError && e.retryAfterMs === 0);
   assert.throws(() => throwForStatus(res('12'), undefined, now), (e: unknown) => e instanceof RateLimitedError && e.retryAfterMs === 12_000);
+});
+
+test('a 307 to another host with a body is refused instead of resending the body', async () => {
+  let otherHits = 0;
+  const other = http.createServer((_req, res) => {
+    otherHits++;
+    res.end('{}');
+  });
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+  const otherPort = (other.address() as { port: number }).port;
+  const origin = http.createServer((_req, res) => {
+    res.writeHead(307, { location: `http://localhost:${otherPort}/token` });
+    res.end();
+  });
+  await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
+  const port = (origin.address() as { port: number }).port;
+  try {
+    const client = createHttpClient({ timeoutMs: 2000 });
+    await assert.rejects(client.request(`http://127.0.0.1:${port}/token`, { method: 'POST', json: { refresh_token: 'rt-secret-value-123' } }), /Refusing to resend a request body/);
+    assert.equal(otherHits, 0);
+  } finally {
+    origin.close();
+    other.close();
+  }
 });

@@ -191,6 +191,10 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         // Never forward credentials to another host: the usual credential headers, and any header
         // (whatever its name, e.g. a custom `Api-Key`) whose value carries one of the secrets.
         if (next.host !== originalHost) {
+          // 307/308 would resend the body (a token refresh, say) to the other host: refuse instead.
+          if ((res.status === 307 || res.status === 308) && body !== undefined) {
+            throw new UpstreamError(`Refusing to resend a request body to another host (${next.host})`, res.status);
+          }
           delete headers.authorization;
           delete headers.cookie;
           for (const [k, v] of Object.entries(headers)) {

@@ -1,4 +1,4 @@
-import type { DataSourcePlugin, MetricSpec, ProviderPlugin } from '@usage-monitor/core';
+import type { DataSourcePlugin, ProviderPlugin } from '@usage-monitor/core';
 
 export interface LoadedProvider {
   plugin: ProviderPlugin;
@@ -48,10 +48,5 @@ export class PluginRegistry {
 
   listDataSources(): LoadedDataSource[] {
     return [...this.dataSources.values()].sort((a, b) => a.plugin.name.localeCompare(b.plugin.name));
-  }
-
-  /** The declared spec of a metric, or undefined when the plugin is gone or never declared it. */
-  metricSpec(providerId: string, label: string): MetricSpec | undefined {
-    return this.providers.get(providerId)?.plugin.metrics[label];
   }
 }

@@ -5,9 +5,9 @@ import {
   ConflictError,
   TooManyRequestsError,
   deriveObservations,
+  specsFor,
   sanitizeMessage,
   type Clock,
-  type MetricSpec,
   type ProviderPlugin,
   type UsageSnapshot,
 } from '@usage-monitor/core';
@@ -22,19 +22,6 @@ import { checkUsage } from './provider-runner.js';
 import type { Connection } from '../persistence/entities/index.js';
 
 export type PollTrigger = 'manual' | 'schedule' | 'single';
-
-/** A connection's declared metric specs (per connection for plugins whose metrics come from settings). */
-export function connectionSpecs(plugin: ProviderPlugin, settings: Record<string, unknown>): Record<string, MetricSpec> {
-  const dynamic = (plugin as { metricsFor?: (s: Record<string, unknown>) => Record<string, MetricSpec> }).metricsFor;
-  if (typeof dynamic === 'function') {
-    try {
-      return dynamic.call(plugin, settings);
-    } catch {
-      return plugin.metrics;
-    }
-  }
-  return plugin.metrics;
-}
 
 /**
  * Runs polls: one connection on demand, all of them, or those the scheduler finds due. Two polls of
@@ -210,7 +197,7 @@ export class PollService {
         const usage = checkUsage(result.usage);
         const previous = await this.store.lastGood(connection.id);
         const observations = deriveObservations({
-          specs: connectionSpecs(plugin, connection.settings),
+          specs: specsFor(plugin, connection.settings),
           current: { checked_at: checkedAt.toISOString(), metrics: usage.metrics },
           previous,
           native: usage.native,

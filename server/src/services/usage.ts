@@ -2,17 +2,19 @@ import {
   computeHealth,
   evaluateThreshold,
   mostSevere,
+  specsFor,
   type AlertState,
   type Clock,
   type Health,
   type Metric,
   type MetricSpec,
+  type ProviderPlugin,
   type ThresholdRule,
   type UsageSnapshot,
 } from '@usage-monitor/core';
 import type { PluginRegistry } from '../plugins/registry.js';
 import type { PollingStore, UsageRow } from '../persistence/polling-store.js';
-import { connectionSpecs, type PollService } from './poll.js';
+import type { PollService } from './poll.js';
 
 export interface Alert {
   metric: string;
@@ -64,7 +66,7 @@ export class UsageService {
     const stale = health.status === 'stale';
     const basis = stale ? row.lastGood : row.latest?.status === 'error' ? null : row.latest;
     const plugin = this.registry.provider(provider)?.plugin;
-    const specs = plugin ? connectionSpecs(plugin, c.extra as Record<string, unknown>) : {};
+    const specs = plugin ? safeSpecs(plugin, c.extra as Record<string, unknown>) : {};
     const alerts = ((c.alert_thresholds as ThresholdRule[]) ?? []).map((rule) => alertFor(rule, basis?.metrics ?? [], specs[rule.metric]));
     return {
       config: { ...c, api_key_masked: MASK, available: plugin !== undefined },
@@ -87,7 +89,7 @@ export class UsageService {
       for (const m of shown?.metrics ?? []) {
         metrics[`${slug(provider)}_${slug(String(e.config.label))}_${slug(m.label)}`] = m.value;
       }
-      const specs = plugin ? connectionSpecs(plugin, e.config.extra as Record<string, unknown>) : {};
+      const specs = plugin ? safeSpecs(plugin, e.config.extra as Record<string, unknown>) : {};
       const status = e.health.status === 'healthy' ? (e.latest?.status ?? 'healthy') : e.health.status;
       return {
         provider,
@@ -108,6 +110,15 @@ export class UsageService {
       metrics,
       list,
     };
+  }
+}
+
+/** Specs for display: settings that no longer yield specs show no alerts rather than failing the page. */
+function safeSpecs(plugin: ProviderPlugin, settings: Record<string, unknown>): Record<string, MetricSpec> {
+  try {
+    return specsFor(plugin, settings);
+  } catch {
+    return {};
   }
 }
 
