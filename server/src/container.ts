@@ -133,7 +133,11 @@ export function createContainer(input: ContainerInput): DependencyContainer {
       ),
   );
   single(TOKENS.usage, (d) => new UsageService(d.resolve(TOKENS.clock), d.resolve(TOKENS.registry), d.resolve(TOKENS.polling), d.resolve(TOKENS.poll)));
-  single(TOKENS.scheduler, (d) => new Scheduler(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.polling), d.resolve(TOKENS.poll)));
+  single(TOKENS.scheduler, (d) => {
+    const scheduler = new Scheduler(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.polling), d.resolve(TOKENS.poll));
+    d.resolve<ConnectionService>(TOKENS.connections).changeListeners.push(() => scheduler.nudge());
+    return scheduler;
+  });
   single(TOKENS.retention, (d) => new RetentionService(d.resolve(TOKENS.settings), d.resolve(TOKENS.logger), d.resolve(TOKENS.clock), d.resolve(TOKENS.polling)));
   return c;
 }

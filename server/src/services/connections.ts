@@ -112,7 +112,11 @@ export class ConnectionService {
   /** Every write calls this after it commits. */
   private changed(): void {
     this.listCache = null;
+    for (const listener of this.changeListeners) listener();
   }
+
+  /** Called after every committed change (the scheduler re-reads its schedule). */
+  readonly changeListeners: Array<() => void> = [];
 
   /** For writers outside this service (rotated OAuth credentials stored with a poll). */
   invalidate(): void {

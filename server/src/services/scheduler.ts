@@ -31,10 +31,18 @@ export class Scheduler {
     this.schedule(MIN_SLEEP_MS);
   }
 
+  /** Connections changed: look at the schedule again soon instead of at the end of a long sleep. */
+  nudge(): void {
+    if (this.stopped || this.current || !this.timer) return;
+    clearTimeout(this.timer);
+    this.schedule(MIN_SLEEP_MS);
+  }
+
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.nextWakeAt = new Date(this.clock.now().getTime() + ms);
     this.timer = setTimeout(() => {
+      this.timer = null;
       this.current = this.tick().finally(() => (this.current = null));
     }, ms);
     this.timer.unref();

@@ -136,8 +136,9 @@ function alertFor(rule: ThresholdRule, metrics: Metric[], spec: MetricSpec | und
   };
 }
 
+/** Flat widget keys: lower-case words joined by `_`; `%` is spelled `pct` so "Used %" and "Used" stay apart. */
 function slug(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+  return s.toLowerCase().replace(/%/g, ' pct ').replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
 }
 
 export function formatValue(value: number, unit: string): string {
