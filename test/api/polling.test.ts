@@ -160,7 +160,7 @@ for (const db of testDatabases()) {
       const t0 = Date.now();
       const health = await api(server, 'GET', '/health');
       assert.equal(health.status, 200);
-      assert.ok(Date.now() - t0 < 500);
+      assert.ok(Date.now() - t0 < 2000, 'the main thread is not blocked by a spinning plugin');
       const good = await poll(orId);
       assert.equal(good.body.status, 'healthy');
       const results = Object.fromEntries(await Promise.all(polls));
