@@ -176,6 +176,20 @@ for (const db of testDatabases()) {
       assert.equal((await poll(orId)).body.status, 'healthy');
     });
 
+    test('rotated credentials are stored with the poll, and by a stored-credential test', async () => {
+      const id = await add({ provider: 'chaos', api_key: 'rotating-key-000', base_url: mock.url, label: 'Rotates', extra: { mode: 'rotate' } });
+      const svc = server.running.services.connections;
+      const polled = await poll(id);
+      assert.equal(polled.body.status, 'healthy');
+      assert.ok(!polled.text.includes('rotating-key-000'), 'neither credential is in the snapshot');
+      assert.deepEqual(svc.credentialsOf(await svc.get(id)), { api_key: 'rotating-key-000-next' });
+      const tested = await api(server, 'POST', `/configs/${id}/test`, { token: admin });
+      assert.equal(tested.status, 200);
+      assert.ok(!('rotatedCredentials' in tested.body) && !tested.text.includes('rotating-key'));
+      assert.deepEqual(svc.credentialsOf(await svc.get(id)), { api_key: 'rotating-key-000-next-next' }, 'a refreshed single-use token is not thrown away');
+      await api(server, 'PATCH', `/configs/${id}`, { token: admin, body: { is_enabled: false } });
+    });
+
     test('deltas: 100 then 140 used gives 40; remaining 5 then 98 (a reset) gives none', async () => {
       const key = 'chaos-delta-key-00000000';
       const id = await add({ provider: 'chaos', api_key: key, base_url: mock.url, label: 'Deltas' });

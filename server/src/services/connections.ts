@@ -249,14 +249,24 @@ export class ConnectionService {
     const plugin = this.pluginOrFail(providerId);
     const credentials = this.checkCredentials(providerId, { ...(input.credentials ?? {}), ...(input.api_key !== undefined ? { api_key: input.api_key } : {}) });
     const settings = this.checkSettings(providerId, input.extra ?? {});
-    return this.runner.test(plugin, { credentials, settings, baseUrl: normalizeBaseUrl(input.base_url) });
+    const { rotatedCredentials: _unsaved, ...result } = await this.runner.test(plugin, { credentials, settings, baseUrl: normalizeBaseUrl(input.base_url) });
+    return result;
   }
 
   async testStored(id: number): Promise<TestResult> {
     const c = await this.get(id);
     const plugin = this.registry.provider(c.provider);
     if (!plugin) throw new ConflictError(`The plugin of provider "${c.provider}" is not loaded`);
-    return this.runner.test(plugin, { credentials: this.credentialsOf(c), settings: c.settings, baseUrl: c.baseUrl });
+    const credentials = this.credentialsOf(c);
+    const { rotatedCredentials, ...result } = await this.runner.test(plugin, { credentials, settings: c.settings, baseUrl: c.baseUrl });
+    if (rotatedCredentials) {
+      // The test saves no snapshot, but a refreshed single-use token must not be thrown away:
+      // the stored one is already spent.
+      const em = this.db.em();
+      await em.nativeUpdate(Connection, { id }, { credentials: this.cipher.encryptJson({ ...credentials, ...rotatedCredentials }), updatedAt: this.clock.now() });
+      this.changed();
+    }
+    return result;
   }
 
   private pluginOrFail(providerId: string) {

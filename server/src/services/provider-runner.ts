@@ -40,6 +40,10 @@ export class ProviderRunner {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * Returns what the API shows plus `rotatedCredentials`: a plugin that refreshed a single-use
+   * OAuth token during the test hands back the new one, and it must be kept (see testStored).
+   */
   async test(loaded: LoadedProvider, target: ConnectionTarget) {
     const { plugin } = loaded;
     const { ctx, secrets } = buildPluginContext(plugin, target, {
@@ -55,6 +59,6 @@ export class ProviderRunner {
       throw deserializeError(serializeError(err, secrets));
     }
     const clean = scrubUsage(usage, secrets);
-    return { status: clean.status, summary: clean.summary, metrics: clean.metrics, raw: clean.raw };
+    return { status: clean.status, summary: clean.summary, metrics: clean.metrics, raw: clean.raw, rotatedCredentials: usage.credentials };
   }
 }
