@@ -4,3 +4,4 @@ export { PluginLoadError, discoverPlugins, loadPlugins } from './plugins/loader.
 export { EncryptionKeyError } from './services/crypto.js';
 export { API_PREFIX } from './http/router.js';
 export type { Route } from './http/route.js';
+export { openDatabase, migrate, type Database } from './persistence/orm.js';
