@@ -4,6 +4,7 @@ export * from './contracts/metric-spec.js';
 export * from './contracts/provider.js';
 export * from './contracts/datasource.js';
 export * from './contracts/manifest.js';
+export * from './contracts/helpers.js';
 export * from './domain/metrics.js';
 export * from './domain/snapshot.js';
 export * from './domain/thresholds.js';
