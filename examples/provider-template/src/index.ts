@@ -1,4 +1,4 @@
-import { defineProvider, SchemaDriftError, type MetricSpec } from '@usage-monitor/core';
+import { apiKeyCredentials, datetimeSpec, defineProvider, finiteNumber, NO_SETTINGS, SchemaDriftError, type MetricSpec } from '@usage-monitor/core';
 
 /**
  * A template provider for a made-up API: `GET {baseUrl}/account/usage` with a bearer key answers
@@ -28,11 +28,10 @@ const metrics = {
     description: 'Credits left in the current billing period',
   },
   'Credit limit': { type: 'gauge', unit: 'credits', direction: 'increasing', description: 'Credits granted per billing period' },
-  'Period ends': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'When the credits reset' },
+  'Period ends': datetimeSpec('When the credits reset'),
 } satisfies Record<string, MetricSpec>;
 
-/** Upstream values become numbers or null: a missing value is never 0. */
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+/** Upstream values become numbers (`finiteNumber`) or ISO strings, or null: a missing value is never 0. */
 const isoOrNull = (v: unknown): string | null => (typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? new Date(v).toISOString() : null);
 
 export default defineProvider<Credentials>({
@@ -43,13 +42,9 @@ export default defineProvider<Credentials>({
   docsUrl: 'https://example.com/docs/usage',
   defaultBaseUrl: 'https://api.example.com/v1',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: { api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key' } },
-  },
-  settings: { type: 'object', additionalProperties: false, properties: {} },
+  // One write-only `api_key` string (8 to 500 characters); pass a description to tell users which key.
+  credentials: apiKeyCredentials(),
+  settings: NO_SETTINGS,
   metrics,
 
   async fetchUsage(ctx) {
@@ -60,8 +55,8 @@ export default defineProvider<Credentials>({
     if (!body || typeof body !== 'object' || !('credits_remaining' in body)) {
       throw new SchemaDriftError('The usage response has no credits_remaining');
     }
-    const remaining = num(body.credits_remaining);
-    const limit = num(body.credits_limit);
+    const remaining = finiteNumber(body.credits_remaining);
+    const limit = finiteNumber(body.credits_limit);
     const exhausted = remaining !== null && remaining <= 0;
     return {
       status: exhausted ? 'degraded' : 'healthy',

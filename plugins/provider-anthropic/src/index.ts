@@ -1,7 +1,11 @@
 import {
+  apiKeyCredentials,
   ConfigError,
+  datetimeSpec,
   defineProvider,
+  parseNumber,
   SchemaDriftError,
+  sumOrNull,
   UpstreamError,
   type Metric,
   type MetricSpec,
@@ -41,19 +45,11 @@ const metrics = {
   'Cache read tokens in window': tokens('Input tokens read from the prompt cache, over the window'),
   'Output tokens in window': tokens('Output tokens over the window'),
   'Web searches in window': { type: 'rolling_total', unit: 'requests', direction: 'increasing', description: 'Server-side web search requests over the window' },
-  'Month ends': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'Start of the next UTC month, when the month-to-date cost starts over' },
+  'Month ends': datetimeSpec('Start of the next UTC month, when the month-to-date cost starts over'),
 } satisfies Record<string, MetricSpec>;
 
 type Label = keyof typeof metrics;
 
-/** A finite number from a number or a numeric string; anything else is unknown (null). */
-const num = (v: unknown): number | null => {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-  return Number.isFinite(n) ? n : null;
-};
-/** Sum that stays unknown when any part is unknown; an empty list is a real zero. */
-const sum = (values: Array<number | null>): number | null =>
-  values.some((v) => v === null) ? null : Math.round((values as number[]).reduce((a, b) => a + b, 0) * 1e6) / 1e6;
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 const at = (o: unknown, key: string) => (o && typeof o === 'object' ? (o as Row)[key] : undefined);
 
@@ -85,15 +81,15 @@ async function fetchAllPages(ctx: Ctx, path: string, query: Record<string, strin
 /** Cost rows carry decimal strings in cents. */
 const costOf = (r: Row): number | null => {
   if (typeof r.currency === 'string' && r.currency.toUpperCase() !== 'USD') return null;
-  const cents = num(r.amount);
+  const cents = parseNumber(r.amount);
   return cents === null ? null : cents / 100;
 };
 const pick: Record<string, (r: Row) => number | null> = {
-  'Uncached input tokens': (r) => num(r.uncached_input_tokens),
-  'Cache write tokens': (r) => sum([num(at(r.cache_creation, 'ephemeral_5m_input_tokens')), num(at(r.cache_creation, 'ephemeral_1h_input_tokens'))]),
-  'Cache read tokens': (r) => num(r.cache_read_input_tokens),
-  'Output tokens': (r) => num(r.output_tokens),
-  'Web searches': (r) => num(at(r.server_tool_use, 'web_search_requests')),
+  'Uncached input tokens': (r) => parseNumber(r.uncached_input_tokens),
+  'Cache write tokens': (r) => sumOrNull([parseNumber(at(r.cache_creation, 'ephemeral_5m_input_tokens')), parseNumber(at(r.cache_creation, 'ephemeral_1h_input_tokens'))]),
+  'Cache read tokens': (r) => parseNumber(r.cache_read_input_tokens),
+  'Output tokens': (r) => parseNumber(r.output_tokens),
+  'Web searches': (r) => parseNumber(at(r.server_tool_use, 'web_search_requests')),
 };
 
 export default defineProvider<Credentials, Settings>({
@@ -105,14 +101,7 @@ export default defineProvider<Credentials, Settings>({
   docsUrl: 'https://docs.anthropic.com/en/api/usage-cost-api',
   defaultBaseUrl: 'https://api.anthropic.com',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: {
-      api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'Admin API key', description: 'An Anthropic Admin key (sk-ant-admin...); normal API keys cannot read the reports' },
-    },
-  },
+  credentials: apiKeyCredentials('An Anthropic Admin key (sk-ant-admin...); normal API keys cannot read the reports', { title: 'Admin API key' }),
   settings: {
     type: 'object',
     additionalProperties: false,
@@ -147,7 +136,7 @@ export default defineProvider<Credentials, Settings>({
     });
 
     const total = (buckets: Bucket[], from: number, fn: (r: Row) => number | null) =>
-      sum(buckets.filter((b) => b.start >= from).map((b) => sum(b.results.map(fn))));
+      sumOrNull(buckets.filter((b) => b.start >= from).map((b) => sumOrNull(b.results.map(fn))));
     const values: Record<Label, number | string | null> = {
       'Cost this month': total(costs.buckets, monthStart, costOf),
       'Cost today': total(costs.buckets, today, costOf),
@@ -165,7 +154,7 @@ export default defineProvider<Credentials, Settings>({
       metric,
       window_start: new Date(b.start).toISOString(),
       window_end: new Date(b.end).toISOString(),
-      value: sum(b.results.map(fn)),
+      value: sumOrNull(b.results.map(fn)),
       unit,
     });
     const native = [

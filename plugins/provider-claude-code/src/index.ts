@@ -3,16 +3,19 @@ import {
   RateLimitedError,
   SchemaDriftError,
   UpstreamError,
-  UsageMonitorError,
+  datetimeSpec,
   defineProvider,
+  finiteNumber,
+  isRecord,
   parseRetryAfter,
+  percentUsedSpec,
+  refreshedButFailed,
   sanitizeMessage,
   throwForStatus,
   type HttpClient,
   type HttpResponse,
   type Metric,
   type MetricSpec,
-  type MetricWindow,
   type PluginContext,
   type ProviderUsage,
 } from '@usage-monitor/core';
@@ -37,29 +40,17 @@ export type ClaudeSettings = {
   user_agent?: string;
 };
 
-const pct = (window: MetricWindow, reset: string | null, description: string, extra: Partial<MetricSpec> = {}): MetricSpec => ({
-  type: 'percent_used',
-  unit: 'percent',
-  direction: 'increasing',
-  window,
-  reset_metric: reset,
-  maximum: 100,
-  description,
-  ...extra,
-});
-const at = (description: string): MetricSpec => ({ type: 'gauge', unit: 'datetime', direction: 'increasing', description });
-
 const metrics = {
-  'Session used': pct('5h', 'Session resets at', 'Share of the 5-hour session limit used', { utilization: true }),
-  'Session resets at': at('When the 5-hour session window resets'),
-  'Weekly used': pct('7d', 'Weekly resets at', 'Share of the weekly limit (all models) used', { utilization: true, headline: true }),
-  'Weekly resets at': at('When the weekly window resets'),
-  'Weekly Opus used': pct('7d', 'Weekly Opus resets at', 'Share of the weekly Opus limit used'),
-  'Weekly Opus resets at': at('When the weekly Opus window resets'),
-  'Weekly Sonnet used': pct('7d', 'Weekly Sonnet resets at', 'Share of the weekly Sonnet limit used'),
-  'Weekly Sonnet resets at': at('When the weekly Sonnet window resets'),
-  'Weekly OAuth apps used': pct('7d', 'Weekly OAuth apps resets at', 'Share of the weekly limit for OAuth apps used'),
-  'Weekly OAuth apps resets at': at('When the weekly OAuth apps window resets'),
+  'Session used': percentUsedSpec('5h', 'Session resets at', 'Share of the 5-hour session limit used', { utilization: true }),
+  'Session resets at': datetimeSpec('When the 5-hour session window resets'),
+  'Weekly used': percentUsedSpec('7d', 'Weekly resets at', 'Share of the weekly limit (all models) used', { utilization: true, headline: true }),
+  'Weekly resets at': datetimeSpec('When the weekly window resets'),
+  'Weekly Opus used': percentUsedSpec('7d', 'Weekly Opus resets at', 'Share of the weekly Opus limit used'),
+  'Weekly Opus resets at': datetimeSpec('When the weekly Opus window resets'),
+  'Weekly Sonnet used': percentUsedSpec('7d', 'Weekly Sonnet resets at', 'Share of the weekly Sonnet limit used'),
+  'Weekly Sonnet resets at': datetimeSpec('When the weekly Sonnet window resets'),
+  'Weekly OAuth apps used': percentUsedSpec('7d', 'Weekly OAuth apps resets at', 'Share of the weekly limit for OAuth apps used'),
+  'Weekly OAuth apps resets at': datetimeSpec('When the weekly OAuth apps window resets'),
   'Extra usage spent': {
     type: 'counter',
     unit: 'USD',
@@ -69,7 +60,7 @@ const metrics = {
     description: 'Pay-as-you-go usage beyond the plan this month (reported in cents, shown in dollars)',
   },
   'Extra usage limit': { type: 'gauge', unit: 'USD', direction: 'increasing', description: 'The monthly extra usage spending limit' },
-  'Extra usage used': pct('billing_period', null, 'Share of the monthly extra usage limit spent'),
+  'Extra usage used': percentUsedSpec('billing_period', null, 'Share of the monthly extra usage limit spent'),
 } satisfies Record<string, MetricSpec>;
 
 type Label = keyof typeof metrics;
@@ -84,12 +75,10 @@ const WINDOWS: Array<[key: string, used: Label, reset: Label]> = [
   ['seven_day_oauth_apps', 'Weekly OAuth apps used', 'Weekly OAuth apps resets at'],
 ];
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v : null);
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 const percent = (v: unknown): number | null => {
-  const n = num(v);
+  const n = finiteNumber(v);
   return n === null ? null : Math.min(100, Math.max(0, round(n)));
 };
 /** `resets_at` comes with microseconds and an offset (`...00.412907+00:00`); normalized to ISO UTC. */
@@ -114,7 +103,7 @@ function oauthErrorCode(text: string): string | null {
   try {
     const body = JSON.parse(text) as Record<string, unknown>;
     const e = body.error;
-    const code = isObject(e) ? e.type : e;
+    const code = isRecord(e) ? e.type : e;
     return typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code) ? code : null;
   } catch {
     return null;
@@ -136,9 +125,9 @@ async function refreshTokens(http: HttpClient, settings: ClaudeSettings, creds: 
     throw new AuthError(`Anthropic rejected the refresh token (HTTP ${res.status}${code ? `: ${code}` : ''}); sign in to Claude Code again and paste new credentials`, res.status);
   }
   const body = res.json<Record<string, unknown>>();
-  const access = isObject(body) ? str(body.access_token) : null;
+  const access = isRecord(body) ? str(body.access_token) : null;
   if (!access) throw new SchemaDriftError('The Anthropic token response has no access_token');
-  const expiresIn = num(body.expires_in);
+  const expiresIn = finiteNumber(body.expires_in);
   return {
     access_token: access,
     refresh_token: str(body.refresh_token) ?? creds.refresh_token,
@@ -157,24 +146,20 @@ function usageRequest(ctx: PluginContext<ClaudeCredentials, ClaudeSettings>, cre
   });
 }
 
-function nullMetrics(): Metric[] {
-  return (Object.keys(metrics) as Label[]).map((label) => ({ label, value: null, unit: specOf(label).unit, maximum: specOf(label).maximum ?? null }));
-}
-
 function toUsage(body: Record<string, unknown>, ctx: PluginContext<ClaudeCredentials, ClaudeSettings>): ProviderUsage {
   const values: Partial<Record<Label, number | string | null>> = {};
   for (const [key, used, reset] of WINDOWS) {
     const w = body[key];
-    values[used] = isObject(w) ? percent(w.utilization) : null;
-    values[reset] = isObject(w) ? isoTime(w.resets_at) : null;
+    values[used] = isRecord(w) ? percent(w.utilization) : null;
+    values[reset] = isRecord(w) ? isoTime(w.resets_at) : null;
   }
-  const extra = isObject(body.extra_usage) ? body.extra_usage : null;
+  const extra = isRecord(body.extra_usage) ? body.extra_usage : null;
   const currency = extra ? str(extra.currency) : null;
   // Amounts are cents of the account's currency; only USD matches the declared unit.
   const moneyOk = extra !== null && (currency === null || currency.toUpperCase() === 'USD');
   if (extra && !moneyOk) ctx.logger.warn('Claude extra usage is not billed in USD; amounts are left out', { currency });
   const cents = (v: unknown) => {
-    const n = moneyOk ? num(v) : null;
+    const n = moneyOk ? finiteNumber(v) : null;
     return n === null ? null : round(n / 100, 2);
   };
   values['Extra usage spent'] = extra ? cents(extra.used_credits) : null;
@@ -278,18 +263,10 @@ export default defineProvider<ClaudeCredentials, ClaudeSettings>({
       body = res.json();
     } catch (err) {
       // Refresh tokens rotate: after a refresh, a failed usage call must still hand back the new pair.
-      if (!rotated || err instanceof AuthError) throw err;
-      const code = err instanceof UsageMonitorError ? err.code : 'upstream_error';
-      const message = sanitizeMessage(err instanceof Error ? err.message : String(err), [rotated.access_token, rotated.refresh_token]);
-      return {
-        status: 'degraded',
-        summary: `Token refreshed, but the usage request failed: ${message}`,
-        metrics: nullMetrics(),
-        raw: { error: code },
-        credentials: rotated,
-      };
+      if (!rotated) throw err;
+      return refreshedButFailed(err, rotated, metrics);
     }
-    if (!isObject(body) || !WINDOWS.some(([key]) => key in body)) {
+    if (!isRecord(body) || !WINDOWS.some(([key]) => key in body)) {
       throw new SchemaDriftError('The Claude usage response has none of the known windows (five_hour, seven_day, ...)');
     }
     const usage = toUsage(body, ctx);

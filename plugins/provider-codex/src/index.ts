@@ -2,15 +2,18 @@ import {
   AuthError,
   RateLimitedError,
   SchemaDriftError,
-  UsageMonitorError,
+  datetimeSpec,
   defineProvider,
+  isRecord,
+  parseNumber,
   parseRetryAfter,
+  percentUsedSpec,
+  refreshedButFailed,
   sanitizeMessage,
   throwForStatus,
   type HttpResponse,
   type Metric,
   type MetricSpec,
-  type MetricWindow,
   type PluginContext,
   type PluginLogger,
   type ProviderUsage,
@@ -30,34 +33,22 @@ import {
 /** Refresh a little before expiry so a poll never races the token's end. */
 const REFRESH_MARGIN_MS = 5 * 60 * 1000;
 
-const pct = (window: MetricWindow, reset: string, description: string, extra: Partial<MetricSpec> = {}): MetricSpec => ({
-  type: 'percent_used',
-  unit: 'percent',
-  direction: 'increasing',
-  window,
-  reset_metric: reset,
-  maximum: 100,
-  description,
-  ...extra,
-});
-const at = (description: string): MetricSpec => ({ type: 'gauge', unit: 'datetime', direction: 'increasing', description });
-
 const metrics = {
-  '5h used': pct('5h', '5h resets at', 'Share of the 5-hour usage window used', { utilization: true }),
-  '5h resets at': at('When the 5-hour window resets'),
-  'Weekly used': pct('7d', 'Weekly resets at', 'Share of the weekly usage window used (free plans only have this one)', {
+  '5h used': percentUsedSpec('5h', '5h resets at', 'Share of the 5-hour usage window used', { utilization: true }),
+  '5h resets at': datetimeSpec('When the 5-hour window resets'),
+  'Weekly used': percentUsedSpec('7d', 'Weekly resets at', 'Share of the weekly usage window used (free plans only have this one)', {
     utilization: true,
     headline: true,
   }),
-  'Weekly resets at': at('When the weekly window resets'),
-  'Code review 5h used': pct('5h', 'Code review 5h resets at', 'Share of the 5-hour code review window used'),
-  'Code review 5h resets at': at('When the 5-hour code review window resets'),
-  'Code review weekly used': pct('7d', 'Code review weekly resets at', 'Share of the weekly code review window used'),
-  'Code review weekly resets at': at('When the weekly code review window resets'),
-  'Other limits 5h used': pct('5h', 'Other limits 5h resets at', 'Highest 5-hour usage among the additional limits (e.g. a Codex-Spark model)'),
-  'Other limits 5h resets at': at('Reset of the additional 5-hour limit that is most used'),
-  'Other limits weekly used': pct('7d', 'Other limits weekly resets at', 'Highest weekly usage among the additional limits'),
-  'Other limits weekly resets at': at('Reset of the additional weekly limit that is most used'),
+  'Weekly resets at': datetimeSpec('When the weekly window resets'),
+  'Code review 5h used': percentUsedSpec('5h', 'Code review 5h resets at', 'Share of the 5-hour code review window used'),
+  'Code review 5h resets at': datetimeSpec('When the 5-hour code review window resets'),
+  'Code review weekly used': percentUsedSpec('7d', 'Code review weekly resets at', 'Share of the weekly code review window used'),
+  'Code review weekly resets at': datetimeSpec('When the weekly code review window resets'),
+  'Other limits 5h used': percentUsedSpec('5h', 'Other limits 5h resets at', 'Highest 5-hour usage among the additional limits (e.g. a Codex-Spark model)'),
+  'Other limits 5h resets at': datetimeSpec('Reset of the additional 5-hour limit that is most used'),
+  'Other limits weekly used': percentUsedSpec('7d', 'Other limits weekly resets at', 'Highest weekly usage among the additional limits'),
+  'Other limits weekly resets at': datetimeSpec('Reset of the additional weekly limit that is most used'),
   'Credits balance': {
     type: 'balance',
     unit: 'credits',
@@ -101,35 +92,26 @@ interface Reading {
   resetsAt: string | null;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const num = (v: unknown): number | null => {
-  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
-  if (typeof v === 'string' && v.trim() !== '') {
-    const n = Number(v);
-    return Number.isFinite(n) ? n : null;
-  }
-  return null;
-};
 const percent = (v: unknown): number | null => {
-  const n = num(v);
+  const n = parseNumber(v);
   return n === null ? null : Math.min(100, Math.max(0, Math.round(n * 100) / 100));
 };
 
 /** `reset_at` is unix seconds; `reset_after_seconds` is relative to the poll. */
 function resetTime(win: RateWindow, now: Date): string | null {
-  const at = num(win.reset_at);
+  const at = parseNumber(win.reset_at);
   if (at !== null && at > 0) return new Date(at < 1e12 ? at * 1000 : at).toISOString();
   if (typeof win.reset_at === 'string') {
     const t = Date.parse(win.reset_at);
     if (!Number.isNaN(t)) return new Date(t).toISOString();
   }
-  const after = num(win.reset_after_seconds);
+  const after = parseNumber(win.reset_after_seconds);
   return after !== null && after >= 0 ? new Date(now.getTime() + after * 1000).toISOString() : null;
 }
 
 /** Windows are told apart by their length, never by slot: free plans put the weekly window in `primary_window`. */
 function classify(win: RateWindow, slot: 'primary' | 'secondary', logger: PluginLogger): Bucket | null {
-  const s = num(win.limit_window_seconds);
+  const s = parseNumber(win.limit_window_seconds);
   if (s === null) return slot === 'primary' ? '5h' : '7d';
   if (s >= 2 * 3600 && s <= 12 * 3600) return '5h';
   if (s >= 5 * 86400 && s <= 9 * 86400) return '7d';
@@ -139,21 +121,17 @@ function classify(win: RateWindow, slot: 'primary' | 'secondary', logger: Plugin
 
 function readWindows(rl: RateLimit | null | undefined, now: Date, logger: PluginLogger): Partial<Record<Bucket, Reading>> {
   const out: Partial<Record<Bucket, Reading>> = {};
-  if (!isObject(rl)) return out;
+  if (!isRecord(rl)) return out;
   for (const [slot, win] of [
     ['primary', rl.primary_window],
     ['secondary', rl.secondary_window],
   ] as const) {
-    if (!isObject(win)) continue;
+    if (!isRecord(win)) continue;
     const bucket = classify(win, slot, logger);
     if (!bucket || out[bucket]) continue;
     out[bucket] = { used: percent(win.used_percent), resetsAt: resetTime(win, now) };
   }
   return out;
-}
-
-function nullMetrics(): Metric[] {
-  return (Object.keys(metrics) as Label[]).map((label) => ({ label, value: null, unit: metrics[label].unit, maximum: specOf(label).maximum ?? null }));
 }
 
 function usageRequest(ctx: PluginContext<CodexCredentials, CodexSettings>, creds: CodexCredentials): Promise<HttpResponse> {
@@ -168,15 +146,15 @@ function toUsage(body: UsageBody, now: Date, logger: PluginLogger): ProviderUsag
   const review = readWindows(body.code_review_rate_limit, now, logger);
   const other: Partial<Record<Bucket, Reading>> = {};
   for (const extra of Array.isArray(body.additional_rate_limits) ? body.additional_rate_limits : []) {
-    if (!isObject(extra)) continue;
+    if (!isRecord(extra)) continue;
     for (const [bucket, reading] of Object.entries(readWindows(extra.rate_limit, now, logger)) as Array<[Bucket, Reading]>) {
       const prev = other[bucket];
       if (!prev || (reading.used ?? -1) > (prev.used ?? -1)) other[bucket] = reading;
     }
   }
-  const credits = isObject(body.credits) ? body.credits : null;
-  const balance = credits && credits.unlimited !== true ? num(credits.balance) : null;
-  const resets = isObject(body.rate_limit_reset_credits) ? num(body.rate_limit_reset_credits.available_count) : null;
+  const credits = isRecord(body.credits) ? body.credits : null;
+  const balance = credits && credits.unlimited !== true ? parseNumber(credits.balance) : null;
+  const resets = isRecord(body.rate_limit_reset_credits) ? parseNumber(body.rate_limit_reset_credits.available_count) : null;
 
   const values: Record<Label, number | string | null> = {
     '5h used': main['5h']?.used ?? null,
@@ -201,7 +179,7 @@ function toUsage(body: UsageBody, now: Date, logger: PluginLogger): ProviderUsag
     maximum: specOf(label).maximum ?? null,
   }));
 
-  const rl = isObject(body.rate_limit) ? body.rate_limit : null;
+  const rl = isRecord(body.rate_limit) ? body.rate_limit : null;
   const reached = rl?.limit_reached === true || rl?.allowed === false || [main['5h'], main['7d']].some((r) => (r?.used ?? 0) >= 100);
   const plan = typeof body.plan_type === 'string' && body.plan_type ? body.plan_type : 'unknown plan';
   const parts = [
@@ -289,18 +267,10 @@ export default defineProvider<CodexCredentials, CodexSettings>({
       body = res.json<UsageBody>();
     } catch (err) {
       // The old refresh token is spent: a failure after a refresh must still hand back the new tokens.
-      if (!rotated || err instanceof AuthError) throw err;
-      const code = err instanceof UsageMonitorError ? err.code : 'upstream_error';
-      const message = sanitizeMessage(err instanceof Error ? err.message : String(err), [rotated.access_token, rotated.refresh_token]);
-      return {
-        status: 'degraded',
-        summary: `Token refreshed, but the usage request failed: ${message}`,
-        metrics: nullMetrics(),
-        raw: { error: code },
-        credentials: rotated,
-      };
+      if (!rotated) throw err;
+      return refreshedButFailed(err, rotated, metrics);
     }
-    if (!isObject(body) || !('rate_limit' in body)) throw new SchemaDriftError('The Codex usage response has no rate_limit');
+    if (!isRecord(body) || !('rate_limit' in body)) throw new SchemaDriftError('The Codex usage response has no rate_limit');
     const usage = toUsage(body, now, ctx.logger);
     return rotated ? { ...usage, credentials: rotated } : usage;
   },

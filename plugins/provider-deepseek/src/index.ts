@@ -1,4 +1,4 @@
-import { defineProvider, SchemaDriftError, type Metric, type MetricSpec } from '@usage-monitor/core';
+import { apiKeyCredentials, defineProvider, NO_SETTINGS, parseNumber, SchemaDriftError, type Metric, type MetricSpec } from '@usage-monitor/core';
 
 interface Credentials {
   api_key: string;
@@ -33,12 +33,6 @@ const metrics = {
   'Topped-up balance (CNY)': balance('CNY', 'Topped-up (paid) balance'),
 } satisfies Record<string, MetricSpec>;
 
-/** DeepSeek sends amounts as decimal strings; numbers are accepted too. */
-const num = (v: unknown): number | null => {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-  return Number.isFinite(n) ? n : null;
-};
-
 export default defineProvider<Credentials>({
   apiVersion: 1,
   id: 'deepseek',
@@ -48,15 +42,8 @@ export default defineProvider<Credentials>({
   docsUrl: 'https://api-docs.deepseek.com/api/get-user-balance',
   defaultBaseUrl: 'https://api.deepseek.com',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: {
-      api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key', description: 'A DeepSeek API key (sk-...)' },
-    },
-  },
-  settings: { type: 'object', additionalProperties: false, properties: {} },
+  credentials: apiKeyCredentials('A DeepSeek API key (sk-...)'),
+  settings: NO_SETTINGS,
   metrics,
   capabilities: { native_history: false },
 
@@ -73,9 +60,10 @@ export default defineProvider<Credentials>({
     for (const currency of CURRENCIES) {
       const info = (body.balance_infos as BalanceInfo[]).find((b) => b && typeof b === 'object' && b.currency === currency);
       if (!info) continue;
-      const granted = num(info.granted_balance);
-      const topped = num(info.topped_up_balance);
-      const total = num(info.total_balance) ?? (granted !== null && topped !== null ? Math.round((granted + topped) * 1e6) / 1e6 : null);
+      // DeepSeek sends amounts as decimal strings; numbers are accepted too.
+      const granted = parseNumber(info.granted_balance);
+      const topped = parseNumber(info.topped_up_balance);
+      const total = parseNumber(info.total_balance) ?? (granted !== null && topped !== null ? Math.round((granted + topped) * 1e6) / 1e6 : null);
       out.push(
         { label: `Balance (${currency})`, value: total, unit: currency, maximum: null },
         { label: `Granted balance (${currency})`, value: granted, unit: currency, maximum: null },

@@ -1,4 +1,4 @@
-import { SchemaDriftError, defineProvider, type Metric, type MetricSpec } from '@usage-monitor/core';
+import { NO_SETTINGS, SchemaDriftError, apiKeyCredentials, datetimeSpec, defineProvider, finiteNumber, type Metric, type MetricSpec } from '@usage-monitor/core';
 
 interface Credentials {
   api_key: string;
@@ -20,14 +20,13 @@ const metrics = {
   'Characters used': chars({ type: 'counter', direction: 'increasing', window: 'billing_period', reset_metric: 'Characters reset', capacity_metric: 'Character limit', description: 'Characters (credits) used this period' }),
   'Characters remaining': chars({ type: 'remaining', direction: 'decreasing', window: 'billing_period', reset_metric: 'Characters reset', capacity_metric: 'Character limit', description: 'Characters (credits) left this period' }),
   'Character limit': chars({ type: 'gauge', direction: 'increasing', description: 'Characters (credits) included per period' }),
-  'Characters reset': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'When the character count resets' },
+  'Characters reset': datetimeSpec('When the character count resets'),
   'Voice slots used': { type: 'gauge', unit: 'voices', direction: 'increasing', description: 'Custom voices in use (maximum: the voice limit)' },
 } satisfies Record<string, MetricSpec>;
 type Label = keyof typeof metrics;
 
 /** Subscription states in which the quota is not usable as paid for. */
 const BAD_STATUS = new Set(['past_due', 'unpaid', 'incomplete', 'incomplete_expired', 'canceled']);
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const round = (v: number) => Math.round(v * 100) / 100;
 
 export default defineProvider<Credentials>({
@@ -39,15 +38,8 @@ export default defineProvider<Credentials>({
   docsUrl: 'https://elevenlabs.io/docs/api-reference/user/subscription/get',
   defaultBaseUrl: 'https://api.elevenlabs.io',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: {
-      api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key', description: 'An ElevenLabs API key; a restricted key needs the user_read permission' },
-    },
-  },
-  settings: { type: 'object', additionalProperties: false, properties: {} },
+  credentials: apiKeyCredentials('An ElevenLabs API key; a restricted key needs the user_read permission'),
+  settings: NO_SETTINGS,
   metrics,
   capabilities: { native_history: false },
 
@@ -56,9 +48,9 @@ export default defineProvider<Credentials>({
     if (!sub || typeof sub !== 'object' || !('character_count' in sub || 'character_limit' in sub)) {
       throw new SchemaDriftError('ElevenLabs subscription response has no character_count or character_limit');
     }
-    const used = num(sub.character_count);
-    const limit = num(sub.character_limit);
-    const reset = num(sub.next_character_count_reset_unix);
+    const used = finiteNumber(sub.character_count);
+    const limit = finiteNumber(sub.character_limit);
+    const reset = finiteNumber(sub.next_character_count_reset_unix);
     const quota = used !== null && limit !== null && limit > 0;
     const values: Record<Label, number | string | null> = {
       // Usage-based billing can run past the limit; the percentage is capped at 100 and the overage shows in the summary.
@@ -67,13 +59,13 @@ export default defineProvider<Credentials>({
       'Characters remaining': quota ? Math.max(0, limit - used) : null,
       'Character limit': limit,
       'Characters reset': reset !== null && reset > 0 ? new Date(reset * 1000).toISOString() : null,
-      'Voice slots used': num(sub.voice_slots_used),
+      'Voice slots used': finiteNumber(sub.voice_slots_used),
     };
     const maximum: Partial<Record<Label, number | null>> = {
       'Characters used %': 100,
       'Characters used': limit,
       'Characters remaining': limit,
-      'Voice slots used': num(sub.voice_limit),
+      'Voice slots used': finiteNumber(sub.voice_limit),
     };
     const out: Metric[] = (Object.keys(metrics) as Label[]).map((label) => ({ label, value: values[label], unit: metrics[label].unit, maximum: maximum[label] ?? null }));
 

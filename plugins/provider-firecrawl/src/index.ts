@@ -1,4 +1,4 @@
-import { defineProvider, SchemaDriftError, UpstreamError, type Metric, type MetricSpec, type NativeBucket } from '@usage-monitor/core';
+import { apiKeyCredentials, datetimeSpec, defineProvider, NO_SETTINGS, parseNumber, SchemaDriftError, UpstreamError, type Metric, type MetricSpec, type NativeBucket } from '@usage-monitor/core';
 
 interface Credentials {
   api_key: string;
@@ -23,19 +23,15 @@ const metrics = {
   'Plan credits': { type: 'gauge', unit: 'credits', direction: 'increasing', description: 'Credits the plan grants per billing period (without coupons, packs or auto-recharge)' },
   'Plan used': { type: 'percent_used', unit: 'percent', direction: 'increasing', window: 'billing_period', reset_metric: 'Billing period ends', utilization: true, description: 'Share of the plan credits used (0 when extra credits exceed the plan)' },
   'Credits used this period': { type: 'counter', unit: 'credits', direction: 'increasing', window: 'billing_period', reset_metric: 'Billing period ends', description: 'Credits used in the current billing period (historical endpoint)' },
-  'Billing period starts': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'Start of the current billing period' },
-  'Billing period ends': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'End of the current billing period, when credits reset' },
+  'Billing period starts': datetimeSpec('Start of the current billing period'),
+  'Billing period ends': datetimeSpec('End of the current billing period, when credits reset'),
 } satisfies Record<string, MetricSpec>;
 
 type Label = keyof typeof metrics;
 
-const num = (v: unknown): number | null => {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-  return Number.isFinite(n) ? n : null;
-};
 const date = (v: unknown): string | null => (typeof v === 'string' && Number.isFinite(Date.parse(v)) ? new Date(v).toISOString() : null);
 /** The v2 docs name the per-period figure `totalCredits`; the current server sends `creditsUsed`. */
-const used = (p: Period) => num(p.creditsUsed) ?? num(p.totalCredits);
+const used = (p: Period) => parseNumber(p.creditsUsed) ?? parseNumber(p.totalCredits);
 
 export default defineProvider<Credentials>({
   apiVersion: 1,
@@ -46,15 +42,8 @@ export default defineProvider<Credentials>({
   docsUrl: 'https://docs.firecrawl.dev/api-reference/endpoint/credit-usage',
   defaultBaseUrl: 'https://api.firecrawl.dev/v2',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: {
-      api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key', description: 'A Firecrawl API key (fc-...)' },
-    },
-  },
-  settings: { type: 'object', additionalProperties: false, properties: {} },
+  credentials: apiKeyCredentials('A Firecrawl API key (fc-...)'),
+  settings: NO_SETTINGS,
   metrics,
   capabilities: { native_history: true },
 
@@ -76,8 +65,8 @@ export default defineProvider<Credentials>({
       if (!(err instanceof UpstreamError && err.upstreamStatus === 404)) throw err;
     }
 
-    const remaining = num(data.remainingCredits);
-    const plan = num(data.planCredits);
+    const remaining = parseNumber(data.remainingCredits);
+    const plan = parseNumber(data.planCredits);
     const start = date(data.billingPeriodStart);
     const end = date(data.billingPeriodEnd);
     const now = ctx.clock.now().getTime();

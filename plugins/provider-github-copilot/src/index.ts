@@ -1,8 +1,13 @@
 import {
   RateLimitedError,
+  NO_SETTINGS,
   SchemaDriftError,
+  datetimeSpec,
   defineProvider,
+  isRecord,
+  parseNumber,
   parseRetryAfter,
+  percentUsedSpec,
   sanitizeMessage,
   throwForStatus,
   type Metric,
@@ -15,16 +20,8 @@ export type CopilotCredentials = {
 
 type Quota = 'premium' | 'chat' | 'completions';
 
-const used = (name: string, extra: Partial<MetricSpec> = {}): MetricSpec => ({
-  type: 'percent_used',
-  unit: 'percent',
-  direction: 'increasing',
-  window: 'billing_period',
-  reset_metric: 'Quota resets at',
-  maximum: 100,
-  description: `Share of the monthly ${name} quota used (null when unlimited)`,
-  ...extra,
-});
+const used = (name: string, extra: Partial<MetricSpec> = {}): MetricSpec =>
+  percentUsedSpec('billing_period', 'Quota resets at', `Share of the monthly ${name} quota used (null when unlimited)`, extra);
 const remaining = (name: string, capacity: string): MetricSpec => ({
   type: 'remaining',
   unit: 'requests',
@@ -59,7 +56,7 @@ const metrics = {
   'Completions used': used('code completion'),
   'Completions remaining': remaining('Code completions', 'Completions quota'),
   'Completions quota': entitlement('code completion'),
-  'Quota resets at': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'When the monthly quotas reset' },
+  'Quota resets at': datetimeSpec('When the monthly quotas reset'),
 } satisfies Record<string, MetricSpec>;
 
 type Label = keyof typeof metrics;
@@ -79,28 +76,19 @@ interface Reading {
   unlimited: boolean;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-/** Counts arrive as ints, floats or (in some plans) strings. */
-const num = (v: unknown): number | null => {
-  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
-  if (typeof v === 'string' && v.trim() !== '') {
-    const n = Number(v);
-    return Number.isFinite(n) ? n : null;
-  }
-  return null;
-};
 const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
 const clampPct = (v: number) => Math.min(100, Math.max(0, round(v)));
 
 function readSnapshot(s: Record<string, unknown>): Reading {
-  const overage = num(s.overage_count);
+  // Counts arrive as ints, floats or (in some plans) strings; parseNumber reads all three.
+  const overage = parseNumber(s.overage_count);
   // Unlimited quotas report entitlement 0 and remaining 0: that is "no cap", not "nothing left".
   if (s.unlimited === true) return { used: null, remaining: null, quota: null, overage, unlimited: true };
-  const quota = num(s.entitlement);
-  const left = num(s.remaining) ?? num(s.quota_remaining);
+  const quota = parseNumber(s.entitlement);
+  const left = parseNumber(s.remaining) ?? parseNumber(s.quota_remaining);
   // A zero entitlement with nothing left carries no quota (token-based billing, business seats).
   if (quota === 0 && (left === null || left === 0)) return { used: null, remaining: null, quota: null, overage, unlimited: false };
-  const pctRemaining = num(s.percent_remaining);
+  const pctRemaining = parseNumber(s.percent_remaining);
   const usedPct =
     pctRemaining !== null ? clampPct(100 - pctRemaining) : quota !== null && quota > 0 && left !== null ? clampPct(100 - (left / quota) * 100) : null;
   return { used: usedPct, remaining: left, quota, overage, unlimited: false };
@@ -108,8 +96,8 @@ function readSnapshot(s: Record<string, unknown>): Reading {
 
 /** Free ("limited") plans may report `monthly_quotas` (size) and `limited_user_quotas` (left) instead. */
 function readLimited(body: Record<string, unknown>, key: 'chat' | 'completions'): Reading | null {
-  const monthly = isObject(body.monthly_quotas) ? num(body.monthly_quotas[key]) : null;
-  const left = isObject(body.limited_user_quotas) ? num(body.limited_user_quotas[key]) : null;
+  const monthly = isRecord(body.monthly_quotas) ? parseNumber(body.monthly_quotas[key]) : null;
+  const left = isRecord(body.limited_user_quotas) ? parseNumber(body.limited_user_quotas[key]) : null;
   if (monthly === null && left === null) return null;
   const usedPct = monthly !== null && monthly > 0 && left !== null ? clampPct(100 - (left / monthly) * 100) : null;
   return { used: usedPct, remaining: left, quota: monthly, overage: null, unlimited: false };
@@ -150,7 +138,7 @@ export default defineProvider<CopilotCredentials>({
       },
     },
   },
-  settings: { type: 'object', additionalProperties: false, properties: {} },
+  settings: NO_SETTINGS,
   metrics,
   capabilities: { native_history: false },
 
@@ -175,14 +163,14 @@ export default defineProvider<CopilotCredentials>({
     }
     throwForStatus(res, (m) => sanitizeMessage(m, [ctx.credentials.token]));
     const body = res.json<unknown>();
-    if (!isObject(body) || !(isObject(body.quota_snapshots) || isObject(body.monthly_quotas) || isObject(body.limited_user_quotas))) {
+    if (!isRecord(body) || !(isRecord(body.quota_snapshots) || isRecord(body.monthly_quotas) || isRecord(body.limited_user_quotas))) {
       throw new SchemaDriftError('The Copilot response has no quota_snapshots');
     }
-    const snapshots = isObject(body.quota_snapshots) ? body.quota_snapshots : {};
+    const snapshots = isRecord(body.quota_snapshots) ? body.quota_snapshots : {};
     const readings: Partial<Record<Quota, Reading>> = {};
     for (const q of Object.keys(LABELS) as Quota[]) {
       const s = snapshots[LABELS[q].key];
-      const r = isObject(s) ? readSnapshot(s) : q !== 'premium' ? readLimited(body, q) : null;
+      const r = isRecord(s) ? readSnapshot(s) : q !== 'premium' ? readLimited(body, q) : null;
       if (r) readings[q] = r;
     }
 

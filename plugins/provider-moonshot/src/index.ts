@@ -1,4 +1,4 @@
-import { AuthError, SchemaDriftError, UpstreamError, defineProvider, sanitizeMessage, type Metric, type MetricSpec } from '@usage-monitor/core';
+import { AuthError, SchemaDriftError, UpstreamError, apiKeyCredentials, defineProvider, finiteNumber, regionBaseUrl, regionSetting, sanitizeMessage, type Metric, type MetricSpec } from '@usage-monitor/core';
 
 interface Credentials {
   api_key: string;
@@ -38,8 +38,6 @@ for (const currency of CURRENCIES) {
   }
 }
 
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-
 /** The currency of a connection: the host's TLD when it tells, else the region setting. */
 function currencyOf(baseUrl: string, region: Settings['region']): Currency {
   const host = new URL(baseUrl).hostname;
@@ -57,30 +55,23 @@ export default defineProvider<Credentials, Settings>({
   docsUrl: 'https://platform.moonshot.ai/docs/api/balance',
   defaultBaseUrl: HOSTS.international,
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: { api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key', description: 'A Moonshot API key (sk-...)' } },
-  },
+  credentials: apiKeyCredentials('A Moonshot API key (sk-...)'),
   settings: {
     type: 'object',
     additionalProperties: false,
-    properties: {
-      region: { enum: ['international', 'china'], default: 'international', title: 'Region', description: 'international = api.moonshot.ai (USD), china = api.moonshot.cn (CNY); a base URL override wins' },
-    },
+    properties: { region: regionSetting(HOSTS, 'international = api.moonshot.ai (USD), china = api.moonshot.cn (CNY); a base URL override wins') },
   },
   metrics,
   capabilities: { native_history: false },
 
   async fetchUsage(ctx) {
     const region = ctx.settings.region;
-    const base = ctx.baseUrl === HOSTS.international && region === 'china' ? HOSTS.china : ctx.baseUrl;
+    const base = regionBaseUrl(ctx.baseUrl, region, HOSTS);
     const currency = currencyOf(base, region);
     const body = await ctx.http.getJson<BalanceResponse>(`${base}/users/me/balance`, {
       headers: { authorization: `Bearer ${ctx.credentials.api_key}` },
     });
-    const code = num(body?.code);
+    const code = finiteNumber(body?.code);
     if (body?.status === false || (code !== null && code !== 0)) {
       const detail = sanitizeMessage(JSON.stringify({ ...body, data: undefined }).slice(0, 300), [ctx.credentials.api_key]);
       const text = `Moonshot reported a failure in an HTTP 200: ${detail}`;
@@ -91,7 +82,7 @@ export default defineProvider<Credentials, Settings>({
     if (!data || typeof data !== 'object' || !['available_balance', 'voucher_balance', 'cash_balance'].some((k) => k in data)) {
       throw new SchemaDriftError('Moonshot balance response has no data.available_balance');
     }
-    const [available, voucher, cash] = FIELDS.map(([, field]) => num(data[field])) as [number | null, number | null, number | null];
+    const [available, voucher, cash] = FIELDS.map(([, field]) => finiteNumber(data[field])) as [number | null, number | null, number | null];
     const out: Metric[] = FIELDS.map(([label], i) => ({ label: `${label} (${currency})`, value: [available, voucher, cash][i] ?? null, unit: currency, maximum: null }));
     const fmt = (v: number | null) => (v === null ? 'unknown' : `${v.toFixed(2)} ${currency}`);
     const blocked = available !== null && available <= 0;

@@ -1,7 +1,11 @@
 import {
+  apiKeyCredentials,
   ConfigError,
+  datetimeSpec,
   defineProvider,
+  parseNumber,
   SchemaDriftError,
+  sumOrNull,
   UpstreamError,
   type Metric,
   type MetricSpec,
@@ -38,19 +42,11 @@ const metrics = {
   'Cached input tokens in window': { type: 'rolling_total', unit: 'tokens', direction: 'increasing', description: 'Completions input tokens served from the prompt cache over the window' },
   'Output tokens in window': { type: 'rolling_total', unit: 'tokens', direction: 'increasing', description: 'Completions output tokens over the window' },
   'Requests in window': { type: 'rolling_total', unit: 'requests', direction: 'increasing', description: 'Completions model requests over the window' },
-  'Month ends': { type: 'gauge', unit: 'datetime', direction: 'increasing', description: 'Start of the next UTC month, when the month-to-date cost starts over' },
+  'Month ends': datetimeSpec('Start of the next UTC month, when the month-to-date cost starts over'),
 } satisfies Record<string, MetricSpec>;
 
 type Label = keyof typeof metrics;
 
-/** A finite number from a number or a numeric string; anything else is unknown (null). */
-const num = (v: unknown): number | null => {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-  return Number.isFinite(n) ? n : null;
-};
-/** Sum that stays unknown when any part is unknown; an empty list is a real zero. */
-const sum = (values: Array<number | null>): number | null =>
-  values.some((v) => v === null) ? null : Math.round((values as number[]).reduce((a, b) => a + b, 0) * 1e6) / 1e6;
 const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 
 /** Fetches every page of an organization usage/costs endpoint (`has_more`/`next_page` -> `page`). */
@@ -64,8 +60,8 @@ async function fetchAllPages(ctx: Ctx, path: string, query: Record<string, strin
     });
     if (!body || !Array.isArray(body.data)) throw new SchemaDriftError(`OpenAI ${path} response has no data array`);
     for (const b of body.data as Bucket[]) {
-      const start = num(b?.start_time);
-      const end = num(b?.end_time);
+      const start = parseNumber(b?.start_time);
+      const end = parseNumber(b?.end_time);
       if (start === null || end === null || !Array.isArray(b.results)) {
         throw new SchemaDriftError(`OpenAI ${path} bucket lacks start_time, end_time or results`);
       }
@@ -80,9 +76,9 @@ async function fetchAllPages(ctx: Ctx, path: string, query: Record<string, strin
 const costOf = (r: Record<string, unknown>): number | null => {
   const amount = r.amount as { value?: unknown; currency?: unknown } | undefined;
   if (typeof amount?.currency === 'string' && amount.currency.toLowerCase() !== 'usd') return null;
-  return num(amount?.value);
+  return parseNumber(amount?.value);
 };
-const field = (name: string) => (r: Record<string, unknown>) => num(r[name]);
+const field = (name: string) => (r: Record<string, unknown>) => parseNumber(r[name]);
 
 export default defineProvider<Credentials, Settings>({
   apiVersion: 1,
@@ -93,14 +89,7 @@ export default defineProvider<Credentials, Settings>({
   docsUrl: 'https://platform.openai.com/docs/api-reference/usage',
   defaultBaseUrl: 'https://api.openai.com/v1',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: {
-      api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'Admin API key', description: 'An OpenAI Admin key (sk-admin-...); project keys lack the api.usage.read scope' },
-    },
-  },
+  credentials: apiKeyCredentials('An OpenAI Admin key (sk-admin-...); project keys lack the api.usage.read scope', { title: 'Admin API key' }),
   settings: {
     type: 'object',
     additionalProperties: false,
@@ -132,7 +121,7 @@ export default defineProvider<Credentials, Settings>({
     const usage = await fetchAllPages(ctx, '/organization/usage/completions', query);
 
     const total = (buckets: typeof costs.buckets, from: number, pick: (r: Record<string, unknown>) => number | null) =>
-      sum(buckets.filter((b) => b.start >= from).map((b) => sum(b.results!.map(pick))));
+      sumOrNull(buckets.filter((b) => b.start >= from).map((b) => sumOrNull(b.results!.map(pick))));
 
     const values: Record<Label, number | string | null> = {
       'Cost this month': total(costs.buckets, monthStart, costOf),
@@ -147,7 +136,7 @@ export default defineProvider<Credentials, Settings>({
     const out: Metric[] = (Object.keys(metrics) as Label[]).map((label) => ({ label, value: values[label], unit: metrics[label].unit, maximum: null }));
 
     const bucketsOf = (list: typeof costs.buckets, metric: string, unit: string, pick: (r: Record<string, unknown>) => number | null): NativeBucket[] =>
-      list.map((b) => ({ metric, window_start: iso(b.start), window_end: iso(b.end), value: sum(b.results!.map(pick)), unit }));
+      list.map((b) => ({ metric, window_start: iso(b.start), window_end: iso(b.end), value: sumOrNull(b.results!.map(pick)), unit }));
     const native = [
       ...bucketsOf(costs.buckets, 'Cost', 'USD', costOf),
       ...bucketsOf(usage.buckets, 'Input tokens', 'tokens', field('input_tokens')),

@@ -1,4 +1,4 @@
-import { defineProvider, SchemaDriftError, type Metric, type MetricSpec } from '@usage-monitor/core';
+import { apiKeyCredentials, defineProvider, finiteNumber, NO_SETTINGS, SchemaDriftError, type Metric, type MetricSpec } from '@usage-monitor/core';
 
 interface Credentials {
   api_key: string;
@@ -35,7 +35,6 @@ const metrics = {
 
 type Label = keyof typeof metrics;
 
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const round = (v: number, digits = 4) => Math.round(v * 10 ** digits) / 10 ** digits;
 
 export default defineProvider<Credentials>({
@@ -47,12 +46,8 @@ export default defineProvider<Credentials>({
   docsUrl: 'https://openrouter.ai/docs/api/api-reference/api-keys/get-current-key',
   defaultBaseUrl: 'https://openrouter.ai/api/v1',
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: {
-      api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key', description: 'An OpenRouter API key (sk-or-v1-...)' },
+  credentials: apiKeyCredentials('An OpenRouter API key (sk-or-v1-...)', {
+    optionalProperties: {
       management_key: {
         type: ['string', 'null'],
         maxLength: 500,
@@ -61,8 +56,8 @@ export default defineProvider<Credentials>({
         description: 'Optional: a management key, to also read account credits',
       },
     },
-  },
-  settings: { type: 'object', additionalProperties: false, properties: {} },
+  }),
+  settings: NO_SETTINGS,
   metrics,
   capabilities: { native_history: false },
 
@@ -74,13 +69,13 @@ export default defineProvider<Credentials>({
     if (!key || typeof key !== 'object' || !('usage' in key)) {
       throw new SchemaDriftError('OpenRouter /key response has no data.usage');
     }
-    const limit = num(key.limit);
-    const remaining = num(key.limit_remaining);
+    const limit = finiteNumber(key.limit);
+    const remaining = finiteNumber(key.limit_remaining);
     const values: Partial<Record<Label, number | null>> = {
-      'Usage this month': num(key.usage_monthly),
-      'Usage this week': num(key.usage_weekly),
-      'Usage today': num(key.usage_daily),
-      'Usage total': num(key.usage),
+      'Usage this month': finiteNumber(key.usage_monthly),
+      'Usage this week': finiteNumber(key.usage_weekly),
+      'Usage today': finiteNumber(key.usage_daily),
+      'Usage total': finiteNumber(key.usage),
       'Limit remaining': remaining,
       Limit: limit,
       'Limit used': limit !== null && limit > 0 && remaining !== null ? round(((limit - remaining) / limit) * 100, 2) : null,
@@ -93,8 +88,8 @@ export default defineProvider<Credentials>({
       });
       credits = res?.data;
       if (!credits || typeof credits !== 'object') throw new SchemaDriftError('OpenRouter /credits response has no data');
-      const total = num(credits.total_credits);
-      const used = num(credits.total_usage);
+      const total = finiteNumber(credits.total_credits);
+      const used = finiteNumber(credits.total_usage);
       values['Credits purchased'] = total;
       values['Credits remaining'] = total !== null && used !== null ? round(total - used) : null;
     }

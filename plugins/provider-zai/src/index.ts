@@ -1,4 +1,4 @@
-import { AuthError, SchemaDriftError, UpstreamError, defineProvider, sanitizeMessage, type Metric, type MetricSpec } from '@usage-monitor/core';
+import { AuthError, SchemaDriftError, UpstreamError, apiKeyCredentials, datetimeSpec, defineProvider, parseNumber, regionBaseUrl, regionSetting, sanitizeMessage, type Metric, type MetricSpec } from '@usage-monitor/core';
 
 interface Credentials {
   api_key: string;
@@ -29,28 +29,23 @@ export const HOSTS = { international: 'https://api.z.ai', china: 'https://open.b
 /** Zhipu business codes of authentication failures (docs.bigmodel.cn/cn/api/api-code), plus HTTP-like ones. */
 const AUTH_CODES = new Set([401, 403, 1000, 1001, 1002, 1003, 1004]);
 
-const when = (what: string): MetricSpec => ({ type: 'gauge', unit: 'datetime', direction: 'increasing', description: `When the ${what} resets` });
 const calls = (spec: Omit<MetricSpec, 'unit' | 'window' | 'reset_metric'>): MetricSpec => ({ unit: 'requests', window: 'billing_period', reset_metric: 'MCP reset', ...spec });
 
 const metrics = {
   '5-hour tokens used': { type: 'percent_used', unit: 'percent', direction: 'increasing', window: '5h', reset_metric: '5-hour reset', headline: true, utilization: true, description: 'Share of the rolling 5-hour token quota used' },
-  '5-hour reset': when('5-hour token window'),
+  '5-hour reset': datetimeSpec('When the 5-hour token window resets'),
   'Weekly tokens used': { type: 'percent_used', unit: 'percent', direction: 'increasing', window: '7d', reset_metric: 'Weekly reset', description: 'Share of the weekly token quota used (null on plans without one)' },
-  'Weekly reset': when('weekly token window'),
+  'Weekly reset': datetimeSpec('When the weekly token window resets'),
   'MCP calls used': calls({ type: 'counter', direction: 'increasing', capacity_metric: 'MCP calls limit', description: 'Web search / web reader tool calls used this period' }),
   'MCP calls remaining': calls({ type: 'remaining', direction: 'decreasing', capacity_metric: 'MCP calls limit', description: 'Tool calls left this period' }),
   'MCP calls limit': { type: 'gauge', unit: 'requests', direction: 'increasing', description: 'Tool calls included per period' },
   'MCP calls used %': { type: 'percent_used', unit: 'percent', direction: 'increasing', window: 'billing_period', reset_metric: 'MCP reset', description: 'Share of the tool-call quota used' },
-  'MCP reset': when('tool-call quota'),
+  'MCP reset': datetimeSpec('When the tool-call quota resets'),
 } satisfies Record<string, MetricSpec>;
 type Label = keyof typeof metrics;
 
-const num = (v: unknown): number | null => {
-  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-  return typeof n === 'number' && Number.isFinite(n) ? n : null;
-};
 const iso = (ms: unknown): string | null => {
-  const n = num(ms);
+  const n = parseNumber(ms);
   return n === null || n <= 0 ? null : new Date(n).toISOString();
 };
 
@@ -63,29 +58,22 @@ export default defineProvider<Credentials, Settings>({
   docsUrl: 'https://docs.z.ai/devpack/overview',
   defaultBaseUrl: HOSTS.international,
   auth: { kind: 'api_key' },
-  credentials: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['api_key'],
-    properties: { api_key: { type: 'string', minLength: 8, maxLength: 500, writeOnly: true, title: 'API key', description: 'A z.ai / BigModel API key of the account with the coding plan' } },
-  },
+  credentials: apiKeyCredentials('A z.ai / BigModel API key of the account with the coding plan'),
   settings: {
     type: 'object',
     additionalProperties: false,
-    properties: {
-      region: { enum: ['international', 'china'], default: 'international', title: 'Region', description: 'international = api.z.ai, china = open.bigmodel.cn (a base URL override wins)' },
-    },
+    properties: { region: regionSetting(HOSTS, 'international = api.z.ai, china = open.bigmodel.cn (a base URL override wins)') },
   },
   metrics,
   capabilities: { native_history: false },
 
   async fetchUsage(ctx) {
-    const base = ctx.baseUrl === HOSTS.international && ctx.settings.region === 'china' ? HOSTS.china : ctx.baseUrl;
+    const base = regionBaseUrl(ctx.baseUrl, ctx.settings.region, HOSTS);
     const body = await ctx.http.getJson<Envelope>(`${base}/api/monitor/usage/quota/limit`, {
       headers: { authorization: `Bearer ${ctx.credentials.api_key}` },
     });
     // Errors often arrive as HTTP 200 with success:false (or a non-200 business code).
-    const code = num(body?.code);
+    const code = parseNumber(body?.code);
     if (body?.success === false || (body?.success === undefined && code !== null && code !== 200 && code !== 0)) {
       const text = sanitizeMessage(String(body.msg ?? body.message ?? 'no message').slice(0, 200), [ctx.credentials.api_key]);
       if ((code !== null && AUTH_CODES.has(code)) || /authenticat|unauthori[sz]ed|api[ _-]?key|token (is )?(invalid|expired)/i.test(text)) {
@@ -98,20 +86,20 @@ export default defineProvider<Credentials, Settings>({
     if (!Array.isArray(limits)) throw new SchemaDriftError('z.ai quota response has no data.limits array');
 
     const tokens = limits.filter((l): l is Limit => l?.type === 'TOKENS_LIMIT');
-    const weekly = tokens.find((l) => num(l.unit) === 6); // unit 6 = week (unit codes are undocumented)
+    const weekly = tokens.find((l) => parseNumber(l.unit) === 6); // unit 6 = week (unit codes are undocumented)
     const fiveHour = tokens.find((l) => l !== weekly);
     const mcp = limits.find((l): l is Limit => l?.type === 'TIME_LIMIT');
-    const mcpLimit = num(mcp?.usage);
+    const mcpLimit = parseNumber(mcp?.usage);
 
     const values: Record<Label, number | string | null> = {
-      '5-hour tokens used': num(fiveHour?.percentage),
+      '5-hour tokens used': parseNumber(fiveHour?.percentage),
       '5-hour reset': iso(fiveHour?.nextResetTime),
-      'Weekly tokens used': num(weekly?.percentage),
+      'Weekly tokens used': parseNumber(weekly?.percentage),
       'Weekly reset': iso(weekly?.nextResetTime),
-      'MCP calls used': num(mcp?.currentValue),
-      'MCP calls remaining': num(mcp?.remaining),
+      'MCP calls used': parseNumber(mcp?.currentValue),
+      'MCP calls remaining': parseNumber(mcp?.remaining),
       'MCP calls limit': mcpLimit,
-      'MCP calls used %': num(mcp?.percentage),
+      'MCP calls used %': parseNumber(mcp?.percentage),
       'MCP reset': iso(mcp?.nextResetTime),
     };
     const maximum = (label: Label): number | null =>
