@@ -23,6 +23,8 @@ export interface PollOutcome {
   encryptedCredentials?: string;
   nextPollAt: Date;
   backoffUntil: Date | null;
+  /** The poll lease holder: the lease is released in the same statement as the state update (if still theirs). */
+  leaseOwner?: string;
 }
 
 /** One row of GET /usage: connection, polling state and both snapshot pointers, from one query. */
@@ -40,7 +42,92 @@ export interface UsageRow {
   lastGood: UsageSnapshot | null;
 }
 
-const SNAPSHOT_COLUMNS = ['id', 'connection_id', 'provider', 'status', 'summary', 'metrics', 'raw', 'error_code', 'error_message', 'checked_at', 'duration_ms'];
+interface LeaseRequest {
+  connectionId: number;
+  owner: string;
+  now: Date;
+  until: Date;
+}
+
+/** Items handled in one statement or transaction at most. */
+const MAX_BATCH = 200;
+/** Rows per multi-row INSERT: within SQLite's and PostgreSQL's bind-parameter limits for these tables. */
+const ROWS_PER_INSERT = 200;
+
+const SNAPSHOT_COLUMNS = ['id', 'connection_id', 'provider', 'status', 'summary', 'metrics', 'raw', 'error_code', 'error_message', 'checked_at', 'duration_ms'] as const;
+
+/** The row keys of a snapshot's columns under a prefix, built once per prefix (not per row). */
+const keysByPrefix = new Map<string, Record<(typeof SNAPSHOT_COLUMNS)[number], string>>();
+function snapshotKeys(prefix: string): Record<(typeof SNAPSHOT_COLUMNS)[number], string> {
+  let keys = keysByPrefix.get(prefix);
+  if (!keys) {
+    keys = Object.fromEntries(SNAPSHOT_COLUMNS.map((c) => [c, `${prefix}${c}`])) as Record<(typeof SNAPSHOT_COLUMNS)[number], string>;
+    keysByPrefix.set(prefix, keys);
+  }
+  return keys;
+}
+
+/**
+ * Group commit: items added while a batch is being written wait and go together in the next batch;
+ * an item added to an idle group is written after one turn of the event loop, with whatever else
+ * arrived in that turn. A batch holds one item per key and one group value (items that do not fit
+ * wait for a later batch). When a batch fails, its items are retried one by one, so one bad item
+ * fails only itself.
+ */
+class Grouped<T, R> {
+  private readonly queue: Array<{ item: T; resolve: (r: R) => void; reject: (err: unknown) => void }> = [];
+  private running = false;
+
+  constructor(
+    private readonly key: (item: T) => number,
+    private readonly group: (item: T) => string,
+    private readonly write: (batch: T[]) => Promise<R[]>,
+  ) {}
+
+  add(item: T): Promise<R> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        // Let requests and other I/O in first (with SQLite every statement completes synchronously,
+        // so a busy poll would otherwise hold the event loop); the batch grows meanwhile.
+        await new Promise((r) => setImmediate(r));
+        const batch: typeof this.queue = [];
+        const rest: typeof this.queue = [];
+        const keys = new Set<number>();
+        const group = this.group(this.queue[0]!.item);
+        for (const entry of this.queue) {
+          const key = this.key(entry.item);
+          if (batch.length < MAX_BATCH && !keys.has(key) && this.group(entry.item) === group) {
+            keys.add(key);
+            batch.push(entry);
+          } else rest.push(entry);
+        }
+        this.queue.splice(0, this.queue.length, ...rest);
+        try {
+          const results = await this.write(batch.map((b) => b.item));
+          batch.forEach((b, i) => b.resolve(results[i]!));
+        } catch (err) {
+          if (batch.length === 1) batch[0]!.reject(err);
+          else {
+            for (const b of batch) {
+              await this.write([b.item]).then(([r]) => b.resolve(r!), b.reject);
+            }
+          }
+        }
+      }
+    } finally {
+      // In the same step as the last look at the queue: an item added after it starts a new drain.
+      this.running = false;
+    }
+  }
+}
 
 /** The queries of the polling tables. Statement counts never grow with the number of connections. */
 export class PollingStore {
@@ -55,92 +142,156 @@ export class PollingStore {
   }
 
   toSnapshot(row: Record<string, unknown>, prefix = ''): UsageSnapshot | null {
-    const get = (c: string) => row[`${prefix}${c}`];
-    if (get('id') === null || get('id') === undefined) return null;
+    const k = snapshotKeys(prefix);
+    const { sql } = this;
+    if (row[k.id] === null || row[k.id] === undefined) return null;
     return {
-      id: this.sql.num(get('id'))!,
-      provider_config_id: this.sql.num(get('connection_id'))!,
-      provider: String(get('provider')),
-      status: get('status') as UsageSnapshot['status'],
-      summary: String(get('summary') ?? ''),
-      metrics: this.sql.parseJson<Metric[]>(get('metrics')) ?? [],
-      raw: this.sql.parseJson(get('raw')) ?? {},
-      error: (get('error_message') as string | null) ?? null,
-      error_code: (get('error_code') as ErrorCode | null) ?? null,
-      checked_at: this.sql.iso(get('checked_at'))!,
-      duration_ms: this.sql.num(get('duration_ms')),
+      id: sql.num(row[k.id])!,
+      provider_config_id: sql.num(row[k.connection_id])!,
+      provider: String(row[k.provider]),
+      status: row[k.status] as UsageSnapshot['status'],
+      summary: String(row[k.summary] ?? ''),
+      metrics: sql.parseJson<Metric[]>(row[k.metrics]) ?? [],
+      raw: sql.parseJson(row[k.raw]) ?? {},
+      error: (row[k.error_message] as string | null) ?? null,
+      error_code: (row[k.error_code] as ErrorCode | null) ?? null,
+      checked_at: sql.iso(row[k.checked_at])!,
+      duration_ms: sql.num(row[k.duration_ms]),
     };
   }
 
-  /** Stores one poll result: snapshot, observations, native upserts, state and rotated credentials. */
-  async saveOutcome(outcome: PollOutcome): Promise<UsageSnapshot> {
+  /**
+   * Stores one poll result: snapshot, observations, native upserts, state and rotated credentials,
+   * in one transaction. Results that arrive while a transaction is being written are written
+   * together in the next one (group commit): during a poll of many connections that takes a few
+   * multi-row statements per batch instead of five statements per result. Each result stays atomic
+   * (all of it is in one transaction); if a batch fails, its results are written one by one, so one
+   * bad result fails only its own poll.
+   */
+  saveOutcome(outcome: PollOutcome): Promise<UsageSnapshot> {
+    return this.outcomes.add(outcome);
+  }
+
+  private readonly outcomes = new Grouped<PollOutcome, UsageSnapshot>(
+    (o) => o.snapshot.connectionId,
+    (o) => o.leaseOwner ?? '',
+    (batch) => this.knex.transaction((trx) => this.write(trx, batch)),
+  );
+
+  /** Writes poll results (at most one per connection, one lease owner) with a few multi-row statements. */
+  private async write(trx: Knex.Transaction, outcomes: PollOutcome[]): Promise<UsageSnapshot[]> {
     const { sql } = this;
-    const s = outcome.snapshot;
-    const success = s.status !== 'error';
-    return this.knex.transaction(async (trx) => {
-      const [inserted] = await trx('usage_snapshot')
-        .insert({
-          connection_id: s.connectionId,
-          provider: s.provider,
-          status: s.status,
-          summary: s.summary,
-          metrics: sql.json(s.metrics),
-          raw: sql.json(s.raw ?? {}),
-          error_code: s.errorCode,
-          error_message: s.errorMessage,
-          checked_at: sql.ts(s.checkedAt),
-          duration_ms: s.durationMs,
-        })
-        .returning('id');
-      const id = sql.num(typeof inserted === 'object' ? (inserted as { id: unknown }).id : inserted)!;
-
-      if (success && outcome.observations.length > 0) {
-        const rows = outcome.observations.map((o) => ({
-          connection_id: s.connectionId,
-          provider: s.provider,
-          metric: o.metric,
-          value: o.value,
-          unit: o.unit,
-          kind: o.kind,
-          source: o.source,
-          observed_at: sql.ts(new Date(o.observed_at)),
-          window_start: o.window_start ? sql.ts(new Date(o.window_start)) : null,
-          window_end: o.window_end ? sql.ts(new Date(o.window_end)) : null,
-          reset_at: o.reset_at ? sql.ts(new Date(o.reset_at)) : null,
-          model: o.model,
-          native_key: o.source === 'native' ? `${o.metric}|${o.window_start}|${o.window_end}|${o.model ?? ''}` : null,
-        }));
-        const plain = rows.filter((r) => r.native_key === null);
-        const native = rows.filter((r) => r.native_key !== null);
-        for (let i = 0; i < plain.length; i += 200) await trx('usage_observation').insert(plain.slice(i, i + 200));
-        // Provider-native buckets overlap between polls: the same window updates in place.
-        for (let i = 0; i < native.length; i += 200) {
-          await trx('usage_observation').insert(native.slice(i, i + 200)).onConflict(['connection_id', 'native_key']).merge(['value', 'unit', 'observed_at']);
-        }
-      }
-
-      const now = sql.ts(s.checkedAt);
-      const state: Record<string, unknown> = {
+    const ids = new Map<number, number>();
+    for (let i = 0; i < outcomes.length; i += ROWS_PER_INSERT) {
+      const rows = outcomes.slice(i, i + ROWS_PER_INSERT).map(({ snapshot: s }) => ({
         connection_id: s.connectionId,
-        last_attempt_at: now,
-        latest_snapshot_id: id,
-        next_poll_at: sql.ts(outcome.nextPollAt),
-        backoff_until: sql.tsOrNull(outcome.backoffUntil),
-      };
-      if (success) {
-        Object.assign(state, { last_success_at: now, last_good_snapshot_id: id, consecutive_failures: 0 });
-        await trx('connection_state').insert(state).onConflict('connection_id').merge();
-      } else {
-        await trx('connection_state')
-          .insert({ ...state, last_failure_at: now, consecutive_failures: 1 })
-          .onConflict('connection_id')
-          .merge({ ...state, last_failure_at: now, consecutive_failures: trx.raw('connection_state.consecutive_failures + 1') });
-      }
-      if (outcome.encryptedCredentials) {
-        await trx('connection').where({ id: s.connectionId }).update({ credentials: outcome.encryptedCredentials, updated_at: now });
-      }
-      return this.toSnapshot({ ...{ id, connection_id: s.connectionId, provider: s.provider, status: s.status, summary: s.summary, metrics: s.metrics, raw: s.raw ?? {}, error_code: s.errorCode, error_message: s.errorMessage, checked_at: now, duration_ms: s.durationMs } })!;
+        provider: s.provider,
+        status: s.status,
+        summary: s.summary,
+        metrics: sql.json(s.metrics),
+        raw: sql.json(s.raw ?? {}),
+        error_code: s.errorCode,
+        error_message: s.errorMessage,
+        checked_at: sql.ts(s.checkedAt),
+        duration_ms: s.durationMs,
+      }));
+      // RETURNING promises no order: the connection id (unique in a batch) says which row is which.
+      const inserted: Array<{ id: unknown; connection_id: unknown }> = await trx('usage_snapshot').insert(rows).returning(['id', 'connection_id']);
+      for (const r of inserted) ids.set(sql.num(r.connection_id)!, sql.num(r.id)!);
+    }
+
+    const observations = outcomes.flatMap(({ snapshot: s, observations: obs }) =>
+      s.status === 'error'
+        ? []
+        : obs.map((o) => ({
+            connection_id: s.connectionId,
+            provider: s.provider,
+            metric: o.metric,
+            value: o.value,
+            unit: o.unit,
+            kind: o.kind,
+            source: o.source,
+            observed_at: sql.ts(new Date(o.observed_at)),
+            window_start: o.window_start ? sql.ts(new Date(o.window_start)) : null,
+            window_end: o.window_end ? sql.ts(new Date(o.window_end)) : null,
+            reset_at: o.reset_at ? sql.ts(new Date(o.reset_at)) : null,
+            model: o.model,
+            native_key: o.source === 'native' ? `${o.metric}|${o.window_start}|${o.window_end}|${o.model ?? ''}` : null,
+          })),
+    );
+    const plain = observations.filter((r) => r.native_key === null);
+    const native = observations.filter((r) => r.native_key !== null);
+    for (let i = 0; i < plain.length; i += ROWS_PER_INSERT) await trx('usage_observation').insert(plain.slice(i, i + ROWS_PER_INSERT));
+    // Provider-native buckets overlap between polls: the same window updates in place.
+    for (let i = 0; i < native.length; i += ROWS_PER_INSERT) {
+      await trx('usage_observation')
+        .insert(native.slice(i, i + ROWS_PER_INSERT))
+        .onConflict(['connection_id', 'native_key'])
+        .merge(['value', 'unit', 'observed_at']);
+    }
+
+    // Releasing the lease here saves a statement per poll; a lease another process took over stays theirs.
+    const owner = outcomes[0]?.leaseOwner;
+    const release = owner
+      ? {
+          lease_owner: trx.raw('case when connection_state.lease_owner = ? then null else connection_state.lease_owner end', [owner]),
+          lease_until: trx.raw('case when connection_state.lease_owner = ? then null else connection_state.lease_until end', [owner]),
+        }
+      : {};
+    const state = (o: PollOutcome) => ({
+      connection_id: o.snapshot.connectionId,
+      last_attempt_at: sql.ts(o.snapshot.checkedAt),
+      latest_snapshot_id: ids.get(o.snapshot.connectionId)!,
+      next_poll_at: sql.ts(o.nextPollAt),
+      backoff_until: sql.tsOrNull(o.backoffUntil),
     });
+    const fromInsert = (cols: string[]) => Object.fromEntries(cols.map((c) => [c, trx.raw('excluded.??', [c])]));
+    const succeeded = outcomes.filter((o) => o.snapshot.status !== 'error');
+    const failed = outcomes.filter((o) => o.snapshot.status === 'error');
+    for (let i = 0; i < succeeded.length; i += ROWS_PER_INSERT) {
+      const rows = succeeded.slice(i, i + ROWS_PER_INSERT).map((o) => ({
+        ...state(o),
+        last_success_at: sql.ts(o.snapshot.checkedAt),
+        last_good_snapshot_id: ids.get(o.snapshot.connectionId)!,
+        consecutive_failures: 0,
+      }));
+      await trx('connection_state')
+        .insert(rows)
+        .onConflict('connection_id')
+        .merge({ ...fromInsert(Object.keys(rows[0]!)), ...release });
+    }
+    for (let i = 0; i < failed.length; i += ROWS_PER_INSERT) {
+      const rows = failed.slice(i, i + ROWS_PER_INSERT).map((o) => ({ ...state(o), last_failure_at: sql.ts(o.snapshot.checkedAt), consecutive_failures: 1 }));
+      await trx('connection_state')
+        .insert(rows)
+        .onConflict('connection_id')
+        .merge({
+          ...fromInsert(['connection_id', 'last_attempt_at', 'latest_snapshot_id', 'next_poll_at', 'backoff_until', 'last_failure_at']),
+          consecutive_failures: trx.raw('connection_state.consecutive_failures + 1'),
+          ...release,
+        });
+    }
+
+    for (const o of outcomes) {
+      if (o.encryptedCredentials) {
+        await trx('connection').where({ id: o.snapshot.connectionId }).update({ credentials: o.encryptedCredentials, updated_at: sql.ts(o.snapshot.checkedAt) });
+      }
+    }
+    return outcomes.map(({ snapshot: s }) =>
+      this.toSnapshot({
+        id: ids.get(s.connectionId),
+        connection_id: s.connectionId,
+        provider: s.provider,
+        status: s.status,
+        summary: s.summary,
+        metrics: s.metrics,
+        raw: s.raw ?? {},
+        error_code: s.errorCode,
+        error_message: s.errorMessage,
+        checked_at: sql.ts(s.checkedAt),
+        duration_ms: s.durationMs,
+      })!,
+    );
   }
 
   /** The metrics and time of a connection's last successful snapshot (for deltas). */
@@ -160,17 +311,37 @@ export class PollingStore {
   }
 
   /**
-   * Takes the poll lease of a connection. The conditional UPDATE is atomic on both databases (a row
-   * lock on PostgreSQL, the single writer on SQLite), so two processes never hold it at once.
+   * Takes the poll lease of a connection, creating its state row if needed: one upsert whose update
+   * happens only while the lease is free, expired or already the owner's. It is atomic on both
+   * databases (a row lock on PostgreSQL, the single writer on SQLite), so two processes never hold
+   * it at once. Returns null when someone else holds it, else the last-good snapshot id. Requests
+   * made while one is running go together in the next statement (one row each).
    */
-  async acquireLease(connectionId: number, owner: string, now: Date, until: Date): Promise<boolean> {
+  acquireLease(connectionId: number, owner: string, now: Date, until: Date): Promise<{ lastGoodSnapshotId: number | null } | null> {
+    return this.leases.add({ connectionId, owner, now, until });
+  }
+
+  private readonly leases = new Grouped<LeaseRequest, { lastGoodSnapshotId: number | null } | null>(
+    (r) => r.connectionId,
+    (r) => r.owner,
+    (batch) => this.takeLeases(batch),
+  );
+
+  private async takeLeases(batch: LeaseRequest[]): Promise<Array<{ lastGoodSnapshotId: number | null } | null>> {
     const { sql } = this;
-    await this.knex('connection_state').insert({ connection_id: connectionId, consecutive_failures: 0 }).onConflict('connection_id').ignore();
-    const updated = await this.knex('connection_state')
-      .where({ connection_id: connectionId })
-      .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', sql.ts(now)).orWhere('lease_owner', owner))
-      .update({ lease_owner: owner, lease_until: sql.ts(until) });
-    return Number(updated) === 1;
+    const owner = batch[0]!.owner;
+    // A lease counts as expired only if it is for the earliest caller: never sooner than one by one.
+    const now = new Date(Math.min(...batch.map((r) => r.now.getTime())));
+    const rows: Array<{ connection_id: unknown; last_good_snapshot_id: unknown }> = await this.knex('connection_state')
+      .insert(batch.map((r) => ({ connection_id: r.connectionId, consecutive_failures: 0, lease_owner: owner, lease_until: sql.ts(r.until) })))
+      .onConflict('connection_id')
+      .merge(['lease_owner', 'lease_until'])
+      .where((q) =>
+        q.whereNull('connection_state.lease_until').orWhere('connection_state.lease_until', '<', sql.ts(now)).orWhere('connection_state.lease_owner', owner),
+      )
+      .returning(['connection_id', 'last_good_snapshot_id']);
+    const taken = new Map(rows.map((r) => [sql.num(r.connection_id)!, sql.num(r.last_good_snapshot_id)]));
+    return batch.map((r) => (taken.has(r.connectionId) ? { lastGoodSnapshotId: taken.get(r.connectionId)! } : null));
   }
 
   async releaseLease(connectionId: number, owner: string): Promise<void> {
@@ -203,14 +374,20 @@ export class PollingStore {
     return row?.next === null || row?.next === undefined ? null : sql.date(row.next);
   }
 
-  /** Every connection with its state and both snapshots: one statement, whatever the count. */
+  /**
+   * Every connection with its state and both snapshots: one statement, whatever the count. The
+   * last-good snapshot is joined only when it is not the latest one (usually it is): the same row
+   * is not read and parsed twice.
+   */
   async usageRows(): Promise<UsageRow[]> {
     const { sql } = this;
     const cols = (alias: string, prefix: string) => SNAPSHOT_COLUMNS.map((c) => `${alias}.${c} as ${prefix}${c}`);
     const rows = await this.knex('connection as c')
       .leftJoin('connection_state as st', 'st.connection_id', 'c.id')
       .leftJoin('usage_snapshot as l', 'l.id', 'st.latest_snapshot_id')
-      .leftJoin('usage_snapshot as g', 'g.id', 'st.last_good_snapshot_id')
+      .leftJoin('usage_snapshot as g', (j) =>
+        j.on('g.id', '=', 'st.last_good_snapshot_id').andOn((o) => o.onNull('st.latest_snapshot_id').orOn('g.id', '<>', 'st.latest_snapshot_id')),
+      )
       .orderBy([{ column: 'c.display_order' }, { column: 'c.id' }])
       .select(
         'c.id as c_id',
@@ -230,34 +407,39 @@ export class PollingStore {
         'st.consecutive_failures',
         'st.next_poll_at',
         'st.backoff_until',
+        'st.last_good_snapshot_id',
         ...cols('l', 'l_'),
         ...cols('g', 'g_'),
       );
-    return rows.map((r: Record<string, unknown>) => ({
-      connection: {
-        id: sql.num(r.c_id),
-        provider: r.c_provider,
-        label: r.c_label,
-        base_url: r.c_base_url ?? null,
-        extra: sql.parseJson(r.c_settings) ?? {},
-        is_enabled: sql.bool(r.c_is_enabled),
-        is_visible: sql.bool(r.c_is_visible),
-        display_order: sql.num(r.c_display_order),
-        alert_thresholds: sql.parseJson(r.c_alert_thresholds) ?? [],
-        created_at: sql.iso(r.c_created_at),
-        updated_at: sql.iso(r.c_updated_at),
-      },
-      state: {
-        lastAttemptAt: sql.date(r.last_attempt_at),
-        lastSuccessAt: sql.date(r.last_success_at),
-        lastFailureAt: sql.date(r.last_failure_at),
-        consecutiveFailures: sql.num(r.consecutive_failures) ?? 0,
-        nextPollAt: sql.date(r.next_poll_at),
-        backoffUntil: sql.date(r.backoff_until),
-      },
-      latest: this.toSnapshot(r, 'l_'),
-      lastGood: this.toSnapshot(r, 'g_'),
-    }));
+    return rows.map((r: Record<string, unknown>) => {
+      const latest = this.toSnapshot(r, 'l_');
+      const lastGoodId = sql.num(r.last_good_snapshot_id);
+      return {
+        connection: {
+          id: sql.num(r.c_id),
+          provider: r.c_provider,
+          label: r.c_label,
+          base_url: r.c_base_url ?? null,
+          extra: sql.parseJson(r.c_settings) ?? {},
+          is_enabled: sql.bool(r.c_is_enabled),
+          is_visible: sql.bool(r.c_is_visible),
+          display_order: sql.num(r.c_display_order),
+          alert_thresholds: sql.parseJson(r.c_alert_thresholds) ?? [],
+          created_at: sql.iso(r.c_created_at),
+          updated_at: sql.iso(r.c_updated_at),
+        },
+        state: {
+          lastAttemptAt: sql.date(r.last_attempt_at),
+          lastSuccessAt: sql.date(r.last_success_at),
+          lastFailureAt: sql.date(r.last_failure_at),
+          consecutiveFailures: sql.num(r.consecutive_failures) ?? 0,
+          nextPollAt: sql.date(r.next_poll_at),
+          backoffUntil: sql.date(r.backoff_until),
+        },
+        latest,
+        lastGood: this.toSnapshot(r, 'g_') ?? (latest !== null && latest.id === lastGoodId ? latest : null),
+      };
+    });
   }
 
   /** Snapshots of one connection in [from, to], the newest `limit` of them, oldest first. */

@@ -8,6 +8,7 @@ import {
   specsFor,
   sanitizeMessage,
   type Clock,
+  type Metric,
   type ProviderPlugin,
   type UsageSnapshot,
 } from '@usage-monitor/core';
@@ -30,6 +31,11 @@ export type PollTrigger = 'manual' | 'schedule' | 'single';
  */
 export class PollService {
   private readonly inFlight = new Map<number, Promise<UsageSnapshot>>();
+  /**
+   * The last successful snapshot this process stored per connection, for deltas. Used only when the
+   * lease reports the same last-good snapshot id (snapshots never change), else read from the database.
+   */
+  private readonly lastGoodSeen = new Map<number, { id: number; checked_at: string; metrics: Metric[] }>();
   private runs = 0;
   private readonly owner = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
 
@@ -71,6 +77,7 @@ export class PollService {
   /** Polls every enabled connection whose plugin is loaded; records a poll run. */
   async pollAll(trigger: PollTrigger = 'manual'): Promise<UsageSnapshot[]> {
     const all = await this.connections.listEntities();
+    this.forgetDeleted(all);
     const targets = all.filter((c) => c.isEnabled && this.registry.provider(c.provider));
     return this.pollMany(targets, trigger);
   }
@@ -80,10 +87,17 @@ export class PollService {
     const due = await this.store.dueConnectionIds(this.clock.now(), this.loadedProviders());
     if (due.length === 0) return 0;
     const all = await this.connections.listEntities();
+    this.forgetDeleted(all);
     const byId = new Map(all.map((c) => [c.id, c]));
     const targets = due.map((d) => byId.get(d.id)).filter((c): c is Connection => c !== undefined);
     await this.pollMany(targets, 'schedule');
     return targets.length;
+  }
+
+  /** Drops the cached last-good metrics of connections that no longer exist. */
+  private forgetDeleted(all: Connection[]): void {
+    const ids = new Set(all.map((c) => c.id));
+    for (const id of this.lastGoodSeen.keys()) if (!ids.has(id)) this.lastGoodSeen.delete(id);
   }
 
   loadedProviders(): string[] {
@@ -143,9 +157,11 @@ export class PollService {
   private async leasedPoll(connection: Connection): Promise<UsageSnapshot> {
     const timeoutMs = this.settings.requestTimeoutSeconds * 1000;
     const leaseMs = timeoutMs + 30_000;
+    let lease: { lastGoodSnapshotId: number | null } | null;
     for (const deadline = Date.now() + leaseMs; ; ) {
       const now = this.clock.now();
-      if (await this.store.acquireLease(connection.id, this.owner, now, new Date(now.getTime() + leaseMs))) break;
+      lease = await this.store.acquireLease(connection.id, this.owner, now, new Date(now.getTime() + leaseMs));
+      if (lease) break;
       // Another process is polling this connection: wait for it and return what it stored.
       if (Date.now() > deadline) throw new ConflictError(`Connection ${connection.id} is being polled by another process`);
       await new Promise((r) => setTimeout(r, 250));
@@ -155,14 +171,16 @@ export class PollService {
         if (rows[0]) return rows[0];
       }
     }
+    let saved = false;
     try {
-      return await this.execute(connection, timeoutMs);
+      return await this.execute(connection, timeoutMs, lease.lastGoodSnapshotId, () => (saved = true));
     } finally {
-      await this.store.releaseLease(connection.id, this.owner);
+      // A stored outcome released the lease in its own transaction.
+      if (!saved) await this.store.releaseLease(connection.id, this.owner);
     }
   }
 
-  private async execute(connection: Connection, timeoutMs: number): Promise<UsageSnapshot> {
+  private async execute(connection: Connection, timeoutMs: number, lastGoodId: number | null, onSaved: () => void): Promise<UsageSnapshot> {
     const loaded = this.registry.provider(connection.provider)!;
     const credentials = this.connections.credentialsOf(connection);
     const result = await this.pool.run({
@@ -174,8 +192,13 @@ export class PollService {
       nowOffsetMs: this.clock.now().getTime() - Date.now(),
     });
     this.forwardLogs(connection, result);
-    const outcome = await this.outcome(connection, loaded.plugin, credentials, result);
-    const snapshot = await this.store.saveOutcome(outcome);
+    const outcome = await this.outcome(connection, loaded.plugin, credentials, result, lastGoodId);
+    const snapshot = await this.store.saveOutcome({ ...outcome, leaseOwner: this.owner });
+    onSaved();
+    if (snapshot.status !== 'error') {
+      // As the database would return it: a JSON copy.
+      this.lastGoodSeen.set(connection.id, { id: snapshot.id, checked_at: snapshot.checked_at, metrics: JSON.parse(JSON.stringify(snapshot.metrics)) as Metric[] });
+    }
     if (outcome.encryptedCredentials) this.connections.invalidate();
     if (snapshot.status === 'error') {
       this.logger.warn({ connectionId: connection.id, provider: connection.provider, code: snapshot.error_code, error: snapshot.error }, 'poll failed');
@@ -188,6 +211,7 @@ export class PollService {
     plugin: ProviderPlugin,
     credentials: Record<string, unknown>,
     result: PollTaskResult,
+    lastGoodId: number | null,
   ): Promise<PollOutcome> {
     const checkedAt = this.clock.now();
     const base = { connectionId: connection.id, provider: connection.provider, checkedAt, durationMs: result.durationMs };
@@ -195,7 +219,9 @@ export class PollService {
     if (result.ok) {
       try {
         const usage = checkUsage(result.usage);
-        const previous = await this.store.lastGood(connection.id);
+        const seen = this.lastGoodSeen.get(connection.id);
+        const previous =
+          lastGoodId === null ? null : seen?.id === lastGoodId ? { checked_at: seen.checked_at, metrics: seen.metrics } : await this.store.lastGood(connection.id);
         const observations = deriveObservations({
           specs: specsFor(plugin, connection.settings),
           current: { checked_at: checkedAt.toISOString(), metrics: usage.metrics },
