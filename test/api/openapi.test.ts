@@ -26,7 +26,7 @@ describe('OpenAPI document and API reference', () => {
     const mounted = new Set<string>();
     // Ask the real router: every layer Koa dispatches to, converted back to OpenAPI path syntax.
     for (const layer of server.running.bundle.router.stack) {
-      const path = layer.path.replace(/^\/api\/v1/, '').replace(/:([A-Za-z_]+)/g, '{$1}');
+      const path = String(layer.path).replace(/^\/api\/v1/, '').replace(/:([A-Za-z_]+)/g, '{$1}');
       for (const m of layer.methods) if (m !== 'HEAD') mounted.add(`${m} ${path}`);
     }
     assert.deepEqual([...documented].sort(), [...mounted].sort());
