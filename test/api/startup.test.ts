@@ -94,6 +94,7 @@ describe('startup validation', () => {
       ['DATABASE_URL', 'mysql://localhost/db'],
       ['LOG_LEVEL', 'loud'],
       ['CORS_ORIGINS', 'not an origin'],
+      ['TRUST_PROXY', 'sometimes'],
       ['ENCRYPTION_KEY', 'too-short'],
     ];
     for (const [name, value] of bad) {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseHostList } from '@usage-monitor/core';
 
@@ -27,6 +28,8 @@ export interface Settings {
   bodyLimitBytes: number;
   loginMaxAttempts: number;
   loginWindowSeconds: number;
+  /** Trust X-Forwarded-* headers (the client address used for login throttling). */
+  trustProxy: boolean;
 }
 
 /** A bad setting: startup stops with a message naming the variable. */
@@ -112,7 +115,8 @@ export function loadSettings(env: Env = process.env, cwd = process.cwd()): Setti
     }
   }
   const pluginsEnv = list(env, 'PLUGINS');
-  const cpus = 2;
+  // Fetches are I/O-bound: a few threads suffice; more only cost memory.
+  const cpus = Math.max(1, Math.min(4, os.availableParallelism()));
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host,
@@ -137,5 +141,6 @@ export function loadSettings(env: Env = process.env, cwd = process.cwd()): Setti
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     loginMaxAttempts: int(env, 'LOGIN_MAX_ATTEMPTS', 5, 1, 1000),
     loginWindowSeconds: int(env, 'LOGIN_WINDOW_SECONDS', 300, 1, 86400),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
   };
 }

@@ -39,7 +39,7 @@ export function createApp(services: Services, extraRoutes: Route[] = []): AppBun
   }
   const openapi = buildOpenApi(routes, { version: services.version, schemas });
 
-  const app = new Koa({ proxy: process.env.TRUST_PROXY === 'true' });
+  const app = new Koa({ proxy: settings.trustProxy });
   app.silent = true; // errors are logged by the error middleware, once, with the request id
 
   app.use(async function requestContext(ctx: Context, next: Next) {
