@@ -38,8 +38,92 @@ export interface UsageRow {
     nextPollAt: Date | null;
     backoffUntil: Date | null;
   };
-  latest: UsageSnapshot | null;
-  lastGood: UsageSnapshot | null;
+  latest: StoredSnapshot | null;
+  lastGood: StoredSnapshot | null;
+}
+
+/** A snapshot's fields except `raw`. */
+export type SnapshotHead = Omit<UsageSnapshot, 'raw'>;
+
+/**
+ * A stored snapshot as GET /usage reads it: every field parsed but `raw`, which stays the JSON text
+ * the database returned (it is most of a snapshot's size and only ever passed through). Snapshots
+ * are never changed once written, so one read stays valid and is kept by id (see SnapshotCache).
+ */
+export class StoredSnapshot {
+  private serialized: string | undefined;
+
+  constructor(
+    readonly head: SnapshotHead,
+    /** `raw` as JSON text (`{}` for a stored null, as toSnapshot gives). */
+    readonly rawJson: string,
+  ) {}
+
+  /** The snapshot as toSnapshot returns it (a new object, raw parsed). */
+  toSnapshot(): UsageSnapshot {
+    const h = this.head;
+    return {
+      id: h.id,
+      provider_config_id: h.provider_config_id,
+      provider: h.provider,
+      status: h.status,
+      summary: h.summary,
+      metrics: structuredClone(h.metrics), // the cached snapshot stays as read
+      raw: JSON.parse(this.rawJson) as unknown,
+      error: h.error,
+      error_code: h.error_code,
+      checked_at: h.checked_at,
+      duration_ms: h.duration_ms,
+    };
+  }
+
+  /** The same JSON value, with the same key order, as `JSON.stringify(this.toSnapshot())`, without parsing raw. */
+  json(): string {
+    if (this.serialized === undefined) {
+      const h = this.head;
+      const before = JSON.stringify({ id: h.id, provider_config_id: h.provider_config_id, provider: h.provider, status: h.status, summary: h.summary, metrics: h.metrics });
+      const after = JSON.stringify({ error: h.error, error_code: h.error_code, checked_at: h.checked_at, duration_ms: h.duration_ms });
+      this.serialized = `${before.slice(0, -1)},"raw":${this.rawJson},${after.slice(1)}`;
+    }
+    return this.serialized;
+  }
+}
+
+/**
+ * Stored snapshots by id, least recently used dropped first. An entry is used only if the row's
+ * connection and check time still match (a database restored or emptied under a running server
+ * may hand out an id again). The capacity follows the largest read, so a read of every connection
+ * never evicts its own entries.
+ */
+class SnapshotCache {
+  private readonly entries = new Map<number, { connectionId: number; checkedAt: number; snapshot: StoredSnapshot }>();
+  private capacity = MIN_CACHED_SNAPSHOTS;
+
+  get(id: number, connectionId: number, checkedAt: number): StoredSnapshot | undefined {
+    const e = this.entries.get(id);
+    if (e === undefined) return undefined;
+    if (e.connectionId !== connectionId || e.checkedAt !== checkedAt) {
+      this.entries.delete(id);
+      return undefined;
+    }
+    this.entries.delete(id);
+    this.entries.set(id, e);
+    return e.snapshot;
+  }
+
+  set(id: number, connectionId: number, checkedAt: number, snapshot: StoredSnapshot): void {
+    this.entries.delete(id);
+    this.entries.set(id, { connectionId, checkedAt, snapshot });
+    for (const oldest of this.entries.keys()) {
+      if (this.entries.size <= this.capacity) break;
+      this.entries.delete(oldest);
+    }
+  }
+
+  /** Room for at least `n` entries (twice what one read of every connection needs). */
+  fit(n: number): void {
+    this.capacity = Math.max(this.capacity, 2 * n);
+  }
 }
 
 interface LeaseRequest {
@@ -53,6 +137,9 @@ interface LeaseRequest {
 const MAX_BATCH = 200;
 /** Rows per multi-row INSERT: within SQLite's and PostgreSQL's bind-parameter limits for these tables. */
 const ROWS_PER_INSERT = 200;
+
+/** Stored snapshots kept for GET /usage at least (see SnapshotCache). */
+const MIN_CACHED_SNAPSHOTS = 4096;
 
 const SNAPSHOT_COLUMNS = ['id', 'connection_id', 'provider', 'status', 'summary', 'metrics', 'raw', 'error_code', 'error_message', 'checked_at', 'duration_ms'] as const;
 
@@ -158,6 +245,40 @@ export class PollingStore {
       checked_at: sql.iso(row[k.checked_at])!,
       duration_ms: sql.num(row[k.duration_ms]),
     };
+  }
+
+  private readonly snapshots = new SnapshotCache();
+
+  /** A snapshot of a GET /usage row: from the cache when that id was read before, else built (raw left as text). */
+  private storedSnapshot(row: Record<string, unknown>, prefix: string): StoredSnapshot | null {
+    const k = snapshotKeys(prefix);
+    const { sql } = this;
+    if (row[k.id] === null || row[k.id] === undefined) return null;
+    const id = sql.num(row[k.id])!;
+    const connectionId = sql.num(row[k.connection_id])!;
+    const checked = row[k.checked_at];
+    const checkedAt = typeof checked === 'number' ? checked : sql.date(checked)!.getTime();
+    const cached = this.snapshots.get(id, connectionId, checkedAt);
+    if (cached) return cached;
+    const raw = row[k.raw];
+    const snapshot = new StoredSnapshot(
+      {
+        id,
+        provider_config_id: connectionId,
+        provider: String(row[k.provider]),
+        status: row[k.status] as UsageSnapshot['status'],
+        summary: String(row[k.summary] ?? ''),
+        metrics: sql.parseJson<Metric[]>(row[k.metrics]) ?? [],
+        error: (row[k.error_message] as string | null) ?? null,
+        error_code: (row[k.error_code] as ErrorCode | null) ?? null,
+        checked_at: new Date(checkedAt).toISOString(),
+        duration_ms: sql.num(row[k.duration_ms]),
+      },
+      // Text as stored (SQLite; PostgreSQL is asked for raw::text); a number if SQLite's column affinity made one.
+      raw === null || raw === undefined || raw === 'null' ? '{}' : typeof raw === 'string' ? raw : JSON.stringify(raw),
+    );
+    this.snapshots.set(id, connectionId, checkedAt, snapshot);
+    return snapshot;
   }
 
   /**
@@ -377,11 +498,13 @@ export class PollingStore {
   /**
    * Every connection with its state and both snapshots: one statement, whatever the count. The
    * last-good snapshot is joined only when it is not the latest one (usually it is): the same row
-   * is not read and parsed twice.
+   * is not read and parsed twice. `raw` is read as JSON text and never parsed here (see
+   * StoredSnapshot); snapshots read before come from a cache by id.
    */
   async usageRows(): Promise<UsageRow[]> {
     const { sql } = this;
-    const cols = (alias: string, prefix: string) => SNAPSHOT_COLUMNS.map((c) => `${alias}.${c} as ${prefix}${c}`);
+    const cols = (alias: string, prefix: string) =>
+      SNAPSHOT_COLUMNS.map((c) => (c === 'raw' && !sql.sqlite ? this.knex.raw('??::text as ??', [`${alias}.raw`, `${prefix}raw`]) : `${alias}.${c} as ${prefix}${c}`));
     const rows = await this.knex('connection as c')
       .leftJoin('connection_state as st', 'st.connection_id', 'c.id')
       .leftJoin('usage_snapshot as l', 'l.id', 'st.latest_snapshot_id')
@@ -411,8 +534,9 @@ export class PollingStore {
         ...cols('l', 'l_'),
         ...cols('g', 'g_'),
       );
+    this.snapshots.fit(rows.length);
     return rows.map((r: Record<string, unknown>) => {
-      const latest = this.toSnapshot(r, 'l_');
+      const latest = this.storedSnapshot(r, 'l_');
       const lastGoodId = sql.num(r.last_good_snapshot_id);
       return {
         connection: {
@@ -437,7 +561,7 @@ export class PollingStore {
           backoffUntil: sql.date(r.backoff_until),
         },
         latest,
-        lastGood: this.toSnapshot(r, 'g_') ?? (latest !== null && latest.id === lastGoodId ? latest : null),
+        lastGood: this.storedSnapshot(r, 'g_') ?? (latest !== null && latest.head.id === lastGoodId ? latest : null),
       };
     });
   }

@@ -13,7 +13,7 @@ import {
   type UsageSnapshot,
 } from '@usage-monitor/core';
 import type { PluginRegistry } from '../plugins/registry.js';
-import type { PollingStore, UsageRow } from '../persistence/polling-store.js';
+import type { PollingStore, SnapshotHead, StoredSnapshot, UsageRow } from '../persistence/polling-store.js';
 import type { PollService } from './poll.js';
 
 export interface Alert {
@@ -36,6 +36,16 @@ export interface UsageEntry {
   alert_state: AlertState;
 }
 
+/** A GET /usage row before serialization: snapshots as stored, `lastGood` already null unless stale. */
+interface CurrentEntry {
+  config: Record<string, unknown>;
+  latest: StoredSnapshot | null;
+  lastGood: StoredSnapshot | null;
+  health: Health;
+  alerts: Alert[];
+  alert_state: AlertState;
+}
+
 const MASK = '••••••••';
 
 /** Current state: health, last-known-good and alerts for every connection, from one query. */
@@ -48,30 +58,57 @@ export class UsageService {
   ) {}
 
   async usage(): Promise<UsageEntry[]> {
+    return (await this.current()).map((e) => ({
+      config: e.config,
+      latest: e.latest?.toSnapshot() ?? null,
+      last_good: e.lastGood?.toSnapshot() ?? null,
+      health: e.health,
+      alerts: e.alerts,
+      alert_state: e.alert_state,
+    }));
+  }
+
+  /**
+   * GET /usage as JSON bytes: the same JSON value, key order included, as `JSON.stringify(await
+   * usage())`, but each snapshot's JSON is spliced in as built once per snapshot (its raw payload
+   * is never parsed), and the rest is serialized per row.
+   */
+  async usageJson(): Promise<Buffer> {
+    const parts = (await this.current()).map(
+      (e) =>
+        `{"config":${JSON.stringify(e.config)},"latest":${e.latest?.json() ?? 'null'},"last_good":${e.lastGood?.json() ?? 'null'},` +
+        `"health":${JSON.stringify(e.health)},"alerts":${JSON.stringify(e.alerts)},"alert_state":${JSON.stringify(e.alert_state)}}`,
+    );
+    return Buffer.from(`[${parts.join(',')}]`);
+  }
+
+  /** Every connection's state: the parts of a GET /usage row, snapshots as stored (raw unparsed). */
+  private async current(): Promise<CurrentEntry[]> {
     const rows = await this.store.usageRows();
     const now = this.clock.now();
     return rows.map((row) => this.entry(row, now));
   }
 
-  private entry(row: UsageRow, now: Date): UsageEntry {
+  private entry(row: UsageRow, now: Date): CurrentEntry {
     const c = row.connection;
     const provider = String(c.provider);
+    const latest = row.latest?.head ?? null;
     const health = computeHealth({
       ...row.state,
-      latestFailed: row.latest?.status === 'error',
-      latestError: row.latest?.status === 'error' ? row.latest.error : null,
+      latestFailed: latest?.status === 'error',
+      latestError: latest?.status === 'error' ? latest.error : null,
       intervalMs: this.poll.intervalMs,
       now,
     });
     const stale = health.status === 'stale';
-    const basis = stale ? row.lastGood : row.latest?.status === 'error' ? null : row.latest;
+    const basis = stale ? row.lastGood?.head : latest?.status === 'error' ? null : latest;
     const plugin = this.registry.provider(provider)?.plugin;
     const specs = plugin ? safeSpecs(plugin, c.extra as Record<string, unknown>) : {};
     const alerts = ((c.alert_thresholds as ThresholdRule[]) ?? []).map((rule) => alertFor(rule, basis?.metrics ?? [], specs[rule.metric]));
     return {
       config: { ...c, api_key_masked: MASK, available: plugin !== undefined },
       latest: row.latest,
-      last_good: stale ? row.lastGood : null,
+      lastGood: stale ? row.lastGood : null,
       health,
       alerts,
       alert_state: mostSevere(alerts.map((a) => a.alert_state)),
@@ -80,17 +117,18 @@ export class UsageService {
 
   /** The flat payload of the gethomepage.dev customapi widget (API.md, compat). */
   async homepage(): Promise<Record<string, unknown>> {
-    const entries = (await this.usage()).filter((e) => e.config.is_enabled);
+    const entries = (await this.current()).filter((e) => e.config.is_enabled);
     const metrics: Record<string, number | string | null> = {};
     const list = entries.map((e) => {
       const provider = String(e.config.provider);
       const plugin = this.registry.provider(provider)?.plugin;
-      const shown = e.health.status === 'stale' ? e.last_good : e.latest?.status === 'error' ? null : e.latest;
+      const latest = e.latest?.head ?? null;
+      const shown = e.health.status === 'stale' ? (e.lastGood?.head ?? null) : latest?.status === 'error' ? null : latest;
       for (const m of shown?.metrics ?? []) {
         metrics[`${slug(provider)}_${slug(String(e.config.label))}_${slug(m.label)}`] = m.value;
       }
       const specs = plugin ? safeSpecs(plugin, e.config.extra as Record<string, unknown>) : {};
-      const status = e.health.status === 'healthy' ? (e.latest?.status ?? 'healthy') : e.health.status;
+      const status = e.health.status === 'healthy' ? (latest?.status ?? 'healthy') : e.health.status;
       return {
         provider,
         config_id: e.config.id,
@@ -149,7 +187,7 @@ export function formatValue(value: number, unit: string): string {
 }
 
 /** A short human text for the widget: what is left (remaining, balance, percent left), else the headline, else the summary. */
-function shortValue(s: UsageSnapshot, specs: Record<string, MetricSpec>): string {
+function shortValue(s: SnapshotHead, specs: Record<string, MetricSpec>): string {
   const numeric = s.metrics.filter((m): m is Metric & { value: number } => typeof m.value === 'number');
   const of = (label: string) => numeric.find((m) => m.label === label);
   const byType = (type: MetricSpec['type']) => numeric.find((m) => specs[m.label]?.type === type);

@@ -1,5 +1,5 @@
 import { ValidationError, snapshotSchema } from '@usage-monitor/core';
-import { idParam, problemResponses, type Route } from '../route.js';
+import { JSON_TYPE, idParam, problemResponses, reply, type Route } from '../route.js';
 
 const nullableSnapshot = { anyOf: [snapshotSchema, { type: 'null' }] };
 
@@ -80,7 +80,7 @@ export const usageRoutes: Route[] = [
     tags: ['usage'],
     access: { scope: 'usage:read' },
     responses: { 200: { description: 'One row per connection, in display order', schema: { type: 'array', items: usageRow } }, ...problemResponses(401, 403) },
-    handler: ({ services }) => services.usage.usage(),
+    handler: async ({ services }) => reply(200, await services.usage.usageJson(), JSON_TYPE),
   },
   {
     method: 'get',
