@@ -51,7 +51,7 @@ export type SnapshotHead = Omit<UsageSnapshot, 'raw'>;
  * are never changed once written, so one read stays valid and is kept by id (see SnapshotCache).
  */
 export class StoredSnapshot {
-  private serialized: string | undefined;
+  private serialized: Buffer | undefined;
 
   constructor(
     readonly head: SnapshotHead,
@@ -77,16 +77,25 @@ export class StoredSnapshot {
     };
   }
 
-  /** The same JSON value, with the same key order, as `JSON.stringify(this.toSnapshot())`, without parsing raw. */
-  json(): string {
+  /**
+   * UTF-8 JSON with the same value and key order as `JSON.stringify(this.toSnapshot())`, built
+   * without parsing raw, once.
+   */
+  json(): Buffer {
     if (this.serialized === undefined) {
       const h = this.head;
       const before = JSON.stringify({ id: h.id, provider_config_id: h.provider_config_id, provider: h.provider, status: h.status, summary: h.summary, metrics: h.metrics });
       const after = JSON.stringify({ error: h.error, error_code: h.error_code, checked_at: h.checked_at, duration_ms: h.duration_ms });
-      this.serialized = `${before.slice(0, -1)},"raw":${this.rawJson},${after.slice(1)}`;
+      this.serialized = Buffer.from(`${before.slice(0, -1)},"raw":${this.rawJson},${after.slice(1)}`);
     }
     return this.serialized;
   }
+}
+
+interface CachedSnapshot {
+  connectionId: number;
+  checkedAt: number;
+  snapshot: StoredSnapshot;
 }
 
 /**
@@ -96,16 +105,17 @@ export class StoredSnapshot {
  * never evicts its own entries.
  */
 class SnapshotCache {
-  private readonly entries = new Map<number, { connectionId: number; checkedAt: number; snapshot: StoredSnapshot }>();
+  private readonly entries = new Map<number, CachedSnapshot>();
   private capacity = MIN_CACHED_SNAPSHOTS;
 
-  get(id: number, connectionId: number, checkedAt: number): StoredSnapshot | undefined {
-    const e = this.entries.get(id);
-    if (e === undefined) return undefined;
-    if (e.connectionId !== connectionId || e.checkedAt !== checkedAt) {
-      this.entries.delete(id);
-      return undefined;
-    }
+  /** The entries as they are now: a read that skipped their payloads finds them even if evicted meanwhile. */
+  pin(): Map<number, CachedSnapshot> {
+    return new Map(this.entries);
+  }
+
+  get(id: number, connectionId: number, checkedAt: number, pinned: Map<number, CachedSnapshot>): StoredSnapshot | undefined {
+    const e = pinned.get(id);
+    if (e === undefined || e.connectionId !== connectionId || e.checkedAt !== checkedAt) return undefined;
     this.entries.delete(id);
     this.entries.set(id, e);
     return e.snapshot;
@@ -120,11 +130,18 @@ class SnapshotCache {
     }
   }
 
+  clear(): void {
+    this.entries.clear();
+  }
+
   /** Room for at least `n` entries (twice what one read of every connection needs). */
   fit(n: number): void {
     this.capacity = Math.max(this.capacity, 2 * n);
   }
 }
+
+/** A read skipped the payload of a snapshot it then could not take from the cache. */
+class SkippedUncached extends Error {}
 
 interface LeaseRequest {
   connectionId: number;
@@ -137,7 +154,6 @@ interface LeaseRequest {
 const MAX_BATCH = 200;
 /** Rows per multi-row INSERT: within SQLite's and PostgreSQL's bind-parameter limits for these tables. */
 const ROWS_PER_INSERT = 200;
-
 /** Stored snapshots kept for GET /usage at least (see SnapshotCache). */
 const MIN_CACHED_SNAPSHOTS = 4096;
 
@@ -249,8 +265,11 @@ export class PollingStore {
 
   private readonly snapshots = new SnapshotCache();
 
-  /** A snapshot of a GET /usage row: from the cache when that id was read before, else built (raw left as text). */
-  private storedSnapshot(row: Record<string, unknown>, prefix: string): StoredSnapshot | null {
+  /**
+   * A snapshot of a GET /usage row: from the cache when that id was read before (the query then
+   * skipped its metrics and raw payload), else built from the row (raw left as text).
+   */
+  private storedSnapshot(row: Record<string, unknown>, prefix: string, pinned: Map<number, CachedSnapshot>): StoredSnapshot | null {
     const k = snapshotKeys(prefix);
     const { sql } = this;
     if (row[k.id] === null || row[k.id] === undefined) return null;
@@ -258,8 +277,10 @@ export class PollingStore {
     const connectionId = sql.num(row[k.connection_id])!;
     const checked = row[k.checked_at];
     const checkedAt = typeof checked === 'number' ? checked : sql.date(checked)!.getTime();
-    const cached = this.snapshots.get(id, connectionId, checkedAt);
+    const cached = this.snapshots.get(id, connectionId, checkedAt, pinned);
     if (cached) return cached;
+    // Both columns are NOT NULL: null means the query skipped them for a cached id that no longer matches.
+    if (row[k.metrics] === null && row[k.raw] === null) throw new SkippedUncached();
     const raw = row[k.raw];
     const snapshot = new StoredSnapshot(
       {
@@ -275,7 +296,7 @@ export class PollingStore {
         duration_ms: sql.num(row[k.duration_ms]),
       },
       // Text as stored (SQLite; PostgreSQL is asked for raw::text); a number if SQLite's column affinity made one.
-      raw === null || raw === undefined || raw === 'null' ? '{}' : typeof raw === 'string' ? raw : JSON.stringify(raw),
+      raw === undefined || raw === 'null' ? '{}' : typeof raw === 'string' ? raw : JSON.stringify(raw),
     );
     this.snapshots.set(id, connectionId, checkedAt, snapshot);
     return snapshot;
@@ -502,10 +523,32 @@ export class PollingStore {
    * StoredSnapshot); snapshots read before come from a cache by id.
    */
   async usageRows(): Promise<UsageRow[]> {
-    const { sql } = this;
-    const cols = (alias: string, prefix: string) =>
-      SNAPSHOT_COLUMNS.map((c) => (c === 'raw' && !sql.sqlite ? this.knex.raw('??::text as ??', [`${alias}.raw`, `${prefix}raw`]) : `${alias}.${c} as ${prefix}${c}`));
-    const rows = await this.knex('connection as c')
+    const pinned = this.snapshots.pin();
+    try {
+      return await this.readUsageRows(pinned);
+    } catch (err) {
+      if (!(err instanceof SkippedUncached)) throw err;
+      // The database changed under the cache (restored, emptied): read everything once more.
+      this.snapshots.clear();
+      return this.readUsageRows(new Map());
+    }
+  }
+
+  private async readUsageRows(pinned: Map<number, CachedSnapshot>): Promise<UsageRow[]> {
+    const { sql, knex } = this;
+    // Snapshots already cached: their metrics and raw payload are not read again (one list, bound as one parameter).
+    const known = [...pinned.keys()];
+    const isKnown = sql.sqlite ? 'in (select value from json_each(?))' : "= any(string_to_array(?, ',')::int[])";
+    const knownList = sql.sqlite ? JSON.stringify(known) : known.join(',');
+    const column = (alias: string, prefix: string, c: (typeof SNAPSHOT_COLUMNS)[number]) => {
+      if (c !== 'raw' && c !== 'metrics') return `${alias}.${c} as ${prefix}${c}`;
+      // raw as JSON text: never parsed here (PostgreSQL stores jsonb, SQLite text).
+      const value = c === 'raw' && !sql.sqlite ? '??::text' : '??';
+      if (known.length === 0) return knex.raw(`${value} as ??`, [`${alias}.${c}`, `${prefix}${c}`]);
+      return knex.raw(`case when ?? ${isKnown} then null else ${value} end as ??`, [`${alias}.id`, knownList, `${alias}.${c}`, `${prefix}${c}`]);
+    };
+    const cols = (alias: string, prefix: string) => SNAPSHOT_COLUMNS.map((c) => column(alias, prefix, c));
+    const rows = await knex('connection as c')
       .leftJoin('connection_state as st', 'st.connection_id', 'c.id')
       .leftJoin('usage_snapshot as l', 'l.id', 'st.latest_snapshot_id')
       .leftJoin('usage_snapshot as g', (j) =>
@@ -536,7 +579,7 @@ export class PollingStore {
       );
     this.snapshots.fit(rows.length);
     return rows.map((r: Record<string, unknown>) => {
-      const latest = this.storedSnapshot(r, 'l_');
+      const latest = this.storedSnapshot(r, 'l_', pinned);
       const lastGoodId = sql.num(r.last_good_snapshot_id);
       return {
         connection: {
@@ -561,7 +604,7 @@ export class PollingStore {
           backoffUntil: sql.date(r.backoff_until),
         },
         latest,
-        lastGood: this.storedSnapshot(r, 'g_') ?? (latest !== null && latest.head.id === lastGoodId ? latest : null),
+        lastGood: this.storedSnapshot(r, 'g_', pinned) ?? (latest !== null && latest.head.id === lastGoodId ? latest : null),
       };
     });
   }

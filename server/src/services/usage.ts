@@ -70,16 +70,29 @@ export class UsageService {
 
   /**
    * GET /usage as JSON bytes: the same JSON value, key order included, as `JSON.stringify(await
-   * usage())`, but each snapshot's JSON is spliced in as built once per snapshot (its raw payload
-   * is never parsed), and the rest is serialized per row.
+   * usage())`. Each snapshot's JSON is built once per snapshot and copied in as bytes (its raw
+   * payload is never parsed); the rest is serialized per request (health depends on the time).
    */
   async usageJson(): Promise<Buffer> {
-    const parts = (await this.current()).map(
-      (e) =>
-        `{"config":${JSON.stringify(e.config)},"latest":${e.latest?.json() ?? 'null'},"last_good":${e.lastGood?.json() ?? 'null'},` +
-        `"health":${JSON.stringify(e.health)},"alerts":${JSON.stringify(e.alerts)},"alert_state":${JSON.stringify(e.alert_state)}}`,
-    );
-    return Buffer.from(`[${parts.join(',')}]`);
+    const chunks: Buffer[] = [];
+    let text = '[';
+    const snapshot = (s: StoredSnapshot | null) => {
+      if (s === null) {
+        text += 'null';
+        return;
+      }
+      chunks.push(Buffer.from(text), s.json());
+      text = '';
+    };
+    for (const e of await this.current()) {
+      text += `${text === '[' ? '' : ','}{"config":${JSON.stringify(e.config)},"latest":`;
+      snapshot(e.latest);
+      text += ',"last_good":';
+      snapshot(e.lastGood);
+      text += `,"health":${JSON.stringify(e.health)},"alerts":${JSON.stringify(e.alerts)},"alert_state":${JSON.stringify(e.alert_state)}}`;
+    }
+    chunks.push(Buffer.from(`${text}]`));
+    return Buffer.concat(chunks);
   }
 
   /** Every connection's state: the parts of a GET /usage row, snapshots as stored (raw unparsed). */
