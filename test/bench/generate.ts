@@ -13,6 +13,7 @@ import pg from 'pg';
 import { deriveObservations, type Metric, type MetricSpec, type ObservationDraft } from '@usage-monitor/core';
 import openrouter from '@usage-monitor/provider-openrouter';
 import { spawnServer, stop, tempDir, waitFor } from './support.js';
+import { openrouterKey } from '../support/upstream-mock.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Databases
@@ -269,28 +270,18 @@ class SimulatedKey {
     ];
     const exhausted = this.limit !== null && remaining !== null && remaining <= 0;
     const summary = `$${this.month.toFixed(2)} this month, ${this.limit !== null ? `$${(remaining ?? 0).toFixed(2)} of $${this.limit.toFixed(2)} limit left` : 'no key limit'}`;
-    const raw = {
-      key: {
-        limit: this.limit,
-        limit_remaining: remaining,
-        limit_reset: this.limit !== null ? 'monthly' : null,
-        include_byok_in_limit: false,
-        usage: this.total,
-        usage_daily: this.day,
-        usage_weekly: this.week,
-        usage_monthly: this.month,
-        byok_usage: 0,
-        byok_usage_daily: 0,
-        byok_usage_weekly: 0,
-        byok_usage_monthly: 0,
-        is_free_tier: false,
-        is_management_key: false,
-        is_provisioning_key: false,
-        creator_user_id: `user_2xBench${String(this.connectionId).padStart(16, '0')}`,
-        expires_at: null,
-        rate_limit: { requests: -1, interval: '10s', note: 'This field is deprecated and safe to ignore.' },
-      },
-    };
+    // What the plugin stores: the /key body without OpenRouter's masked `label`.
+    const { label: _label, ...key } = openrouterKey({
+      limit: this.limit,
+      limit_remaining: remaining,
+      limit_reset: this.limit !== null ? 'monthly' : null,
+      usage: this.total,
+      usage_daily: this.day,
+      usage_weekly: this.week,
+      usage_monthly: this.month,
+      creator_user_id: `user_2xBench${String(this.connectionId).padStart(16, '0')}`,
+    }).data;
+    const raw = { key };
     return { status: exhausted ? 'degraded' : 'healthy', summary: exhausted ? `Key limit exhausted: ${summary}` : summary, metrics, raw };
   }
 }

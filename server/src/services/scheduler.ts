@@ -15,7 +15,6 @@ export class Scheduler {
   private timer: NodeJS.Timeout | null = null;
   private current: Promise<void> | null = null;
   private stopped = true;
-  nextWakeAt: Date | null = null;
 
   constructor(
     private readonly settings: Settings,
@@ -40,7 +39,6 @@ export class Scheduler {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.nextWakeAt = new Date(this.clock.now().getTime() + ms);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.current = this.tick().finally(() => (this.current = null));
